@@ -1,0 +1,99 @@
+"""``localmem bench longmemeval``: evidence recall at budgets and session recall@5,
+per question type. Each question's haystack is its own store; the question is asked
+``as_of`` its question date. Evidence = turns with ``has_answer: true``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from localmem.bench.metrics import METHODS, Tally, found_fraction
+from localmem.config import Settings
+from localmem.embedding import Embedder
+from localmem.errors import InputError
+from localmem.ingest import longmemeval
+from localmem.store import Store
+from localmem.text import parse_time
+
+
+def run(
+    data: Path,
+    budgets: Sequence[int],
+    methods: Sequence[str],
+    workdir: Path,
+    embedder: Embedder,
+    settings: Settings,
+    limit: int | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    try:
+        items = json.loads(data.read_text("utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read LongMemEval data: {exc}", path=str(data)) from exc
+    tallies = {(m, b): Tally() for m in methods for b in budgets}
+    sess5 = {m: Tally() for m in methods}
+    asked = skipped = 0
+    for item in items[:limit] if limit else items:
+        qid = item["question_id"]
+        evidence = [
+            f"{sid}:{ti}"
+            for sid, sess in zip(item["haystack_session_ids"], item["haystack_sessions"], strict=True)
+            for ti, t in enumerate(sess)
+            if t.get("has_answer")
+        ]
+        if not evidence:
+            skipped += 1
+            continue
+        asked += 1
+        qtype = item["question_type"]
+        answer_sessions = set(item.get("answer_session_ids") or [])
+        store = Store(workdir / f"lme-{qid}.db", embedder=embedder, settings=settings)
+        try:
+            store.write_sessions(list(longmemeval.parse(data, question=qid)))
+            as_of = parse_time(item["question_date"])
+            for m in methods:
+                for b in budgets:
+                    ctx = METHODS[m](store, item["question"], b, as_of)
+                    tallies[(m, b)].add(qtype, found_fraction(ctx, evidence))
+                # Session recall@5: the first five distinct sessions in the method's rank order.
+                ranked = METHODS[m](store, item["question"], settings.max_budget_tokens, as_of)
+                by_score = sorted(ranked.turns, key=lambda t: -t.score)
+                top: list[str] = []
+                for t in by_score:
+                    if t.session not in top:
+                        top.append(t.session)
+                hit = len(answer_sessions & set(top[:5])) / len(answer_sessions) if answer_sessions else 0.0
+                sess5[m].add(qtype, hit)
+        finally:
+            store.close()
+        log(f"{asked} questions")
+    groups = [*sorted({k for t in tallies.values() for k in t.counts if k != "all"}), "all"]
+    rows = []
+    for m in methods:
+        for b in budgets:
+            t = tallies[(m, b)]
+            rows.append({"method": m, "budget": b, **{g: round(100 * t.mean(g), 1) for g in groups}})
+        rows.append({"method": m, "budget": "sess@5", **{g: round(100 * sess5[m].mean(g), 1) for g in groups}})
+    return {
+        "benchmark": "longmemeval",
+        "data": str(data),
+        "questions": asked,
+        "skipped_no_evidence": skipped,
+        "groups": groups,
+        "rows": rows,
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    cols = ["method", "budget", *result["groups"]]
+    short = {g: g.replace("single-session-", "ss-").replace("temporal-reasoning", "temporal") for g in cols}
+    lines = [
+        f"LongMemEval evidence recall (%), {result['questions']} questions; 'sess@5' = session recall@5",
+        " | ".join(f"{short[c]:>14}" for c in cols),
+        "-" * (17 * len(cols)),
+    ]
+    for r in result["rows"]:
+        lines.append(" | ".join(f"{r.get(c, '')!s:>14}" for c in cols))
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""Evidence recall at a token budget, and the baselines it is compared against.
+
+Rule of the metric: an evidence turn counts as found only when it is among the
+context's turns AND its full original text appears in the context text. Every method
+is packed by the same ``reconstruct.pack`` / ``render`` under the same token counter.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from localmem import search
+from localmem.reconstruct import Candidate, pack, render
+from localmem.records import Context
+from localmem.search import Filter
+from localmem.store import Store
+from localmem.text import count_words, tokens_for_words
+
+_DIA = re.compile(r"^D\d+:\d+$")
+
+
+def clean_evidence(raw: Iterable[str]) -> tuple[list[str], int]:
+    """Split malformed entries like "D8:6; D9:17", drop unusable ones; return the ids
+    and how many raw entries were unusable."""
+    ids: list[str] = []
+    bad = 0
+    for item in raw:
+        for part in re.split(r"[;,\s]+", str(item)):
+            part = part.strip()
+            if not part:
+                continue
+            if _DIA.match(part):
+                if part not in ids:
+                    ids.append(part)
+            else:
+                bad += 1
+    return ids, bad
+
+
+def found_fraction(ctx: Context, evidence: Sequence[str]) -> float:
+    if not evidence:
+        return 0.0
+    by_id = {t.source_id: t for t in ctx.turns}
+    hit = sum(1 for e in evidence if e in by_id and by_id[e].text in ctx.text)
+    return hit / len(evidence)
+
+
+@dataclass
+class Tally:
+    """Mean recall and all-found share, per group."""
+
+    sums: dict[str, float] = field(default_factory=dict)
+    full: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, group: str, frac: float) -> None:
+        for g in (group, "all"):
+            self.sums[g] = self.sums.get(g, 0.0) + frac
+            self.full[g] = self.full.get(g, 0) + (1 if frac >= 1.0 - 1e-9 else 0)
+            self.counts[g] = self.counts.get(g, 0) + 1
+
+    def mean(self, group: str) -> float:
+        n = self.counts.get(group, 0)
+        return self.sums.get(group, 0.0) / n if n else math.nan
+
+    def all_found(self, group: str) -> float:
+        n = self.counts.get(group, 0)
+        return self.full.get(group, 0) / n if n else math.nan
+
+
+Method = Callable[[Store, str, int, "str | None"], Context]
+
+
+def _context(store: Store, query: str, ranked: list[tuple[int, float]], budget: int) -> Context:
+    n = len(ranked)
+    cands = [Candidate(t, float(n - i), "anchor") for i, (t, _s) in enumerate(ranked)]
+    rows = search.turn_rows(store.conn, [c.turn_id for c in cands])
+    chosen = pack(cands, rows, budget)
+    text, ordered = render(chosen, rows)
+    from localmem.records import EvidenceTurn
+
+    turns = tuple(
+        EvidenceTurn(
+            c.turn_id,
+            rows[c.turn_id].source_id,
+            rows[c.turn_id].session_key,
+            rows[c.turn_id].session_id,
+            rows[c.turn_id].ts,
+            rows[c.turn_id].speaker,
+            rows[c.turn_id].text,
+            c.reason,
+            c.score,
+            0,
+        )
+        for c in ordered
+    )
+    return Context(query, text, tokens_for_words(count_words(text)), budget, turns)
+
+
+def _all_turns(store: Store) -> int:
+    return int(store.conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+
+
+def bm25(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    flt = Filter(as_of=as_of)
+    return _context(store, query, search.lexical_turns(store.conn, query, _all_turns(store), flt), budget)
+
+
+def dense(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    qv = store.embedder.embed([query])[0]
+    return _context(
+        store, query, search.dense_turns(store.conn, qv, min(4096, _all_turns(store)), Filter(as_of=as_of)), budget
+    )
+
+
+def hybrid(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    from localmem.reconstruct import rrf
+
+    qv = store.embedder.embed([query])[0]
+    n = _all_turns(store)
+    flt = Filter(as_of=as_of)
+    fused = rrf(
+        [search.lexical_turns(store.conn, query, n, flt), search.dense_turns(store.conn, qv, min(4096, n), flt)], 60.0
+    )
+    return _context(store, query, sorted(fused.items(), key=lambda kv: -kv[1]), budget)
+
+
+def recent(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    """Full history, truncated to the most recent turns that fit (what a chat client
+    that replays history would send)."""
+    rows = store.conn.execute(
+        "SELECT t.id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE (? IS NULL OR t.ts <= ?) "
+        "ORDER BY coalesce(s.started_at, t.ts) DESC, t.session_id DESC, t.ord DESC",
+        (as_of, as_of),
+    ).fetchall()
+    return _context(store, query, [(int(r[0]), 0.0) for r in rows], budget)
+
+
+def localmem_method(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    return store.reconstruct(query, budget, as_of=as_of)
+
+
+METHODS: dict[str, Method] = {
+    "bm25": bm25,
+    "dense": dense,
+    "rrf": hybrid,
+    "recent": recent,
+    "localmem": localmem_method,
+}

@@ -1,0 +1,286 @@
+"""The ``localmem`` command. Parses arguments, calls the library, prints results.
+
+Library errors (``LocalmemError``) become one line on stderr and the class's exit code;
+nothing here touches SQL or models directly. Every subcommand has help text, and the
+ones a script would read have ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from localmem import __version__
+from localmem.config import Settings, load_settings
+from localmem.errors import InputError, LocalmemError
+from localmem.progress import Progress
+from localmem.store import Store
+
+DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her training?"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        settings = load_settings(db=args.db)
+        return int(args.func(args, settings) or 0)
+    except LocalmemError as exc:
+        print(f"localmem: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("localmem: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="localmem",
+        description="Local-first long-term memory for LLM assistants: one SQLite file, no cloud.",
+    )
+    p.add_argument("--version", action="version", version=f"localmem {__version__}")
+    p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+
+    c = sub.add_parser(
+        "ingest",
+        help="ingest a chat log or benchmark file",
+        description="Ingest a chat log. Re-ingesting writes nothing new.",
+    )
+    c.add_argument("file", type=Path, help="the file to ingest")
+    c.add_argument("--format", choices=["locomo", "longmemeval", "jsonl"], help="file format (default: detect)")
+    c.add_argument("--question", help="LongMemEval: ingest only this question's haystack")
+    c.add_argument("--sample", help="LoCoMo: ingest only this sample_id")
+    c.add_argument("--json", action="store_true", help="print a JSON summary")
+    c.set_defaults(func=cmd_ingest)
+
+    c = sub.add_parser(
+        "query",
+        help="reconstruct the past context that answers a question",
+        description="Reconstruct context (no LLM call).",
+    )
+    c.add_argument("text", nargs="?", help="the question")
+    c.add_argument("--budget", type=int, help="token budget of the context (default 2000)")
+    c.add_argument("--as-of", help="ignore turns after this time (ISO 8601, '2023/05/30 (Tue) 23:40', ...)")
+    c.add_argument("--scope", help="only sessions of this source (e.g. locomo:conv-26) or this session key")
+    c.add_argument(
+        "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
+    )
+    c.add_argument("--json", action="store_true", help="print JSON (text, tokens, turns with reasons)")
+    c.set_defaults(func=cmd_query)
+
+    c = sub.add_parser("stats", help="what the store holds, layer by layer")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_stats)
+
+    c = sub.add_parser("doctor", help="check the installation, the database and the models")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_doctor)
+
+    c = sub.add_parser("forget", help="delete turns (with their cues, edges and vectors)")
+    c.add_argument("--turn", type=int, action="append", default=[], help="a turn id (repeatable)")
+    c.add_argument("--session", help="every turn of this session key")
+    c.add_argument("--before", help="every turn before this time")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_forget)
+
+    c = sub.add_parser("reindex", help="re-embed everything with the configured embedder")
+    c.set_defaults(func=cmd_reindex)
+
+    c = sub.add_parser("demo", help="ingest the bundled sample conversation and answer a question from it")
+    c.add_argument("--question", default=DEMO_QUESTION, help="the question to reconstruct context for")
+    c.add_argument("--budget", type=int, default=300, help="token budget (default 300)")
+    c.set_defaults(func=cmd_demo)
+
+    from localmem.bench.cli import add_bench_parser
+
+    add_bench_parser(sub)
+    return p
+
+
+def _open(settings: Settings, **kw: Any) -> Store:
+    from localmem.models import default_embedder
+
+    return Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings)
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, ensure_ascii=False))
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.ingest import detect, load
+
+    if not args.file.is_file():
+        raise InputError("no such file", path=str(args.file))
+    fmt = args.format or detect(args.file)
+    opts: dict[str, Any] = {}
+    if args.question:
+        opts["question"] = args.question
+    if args.sample:
+        opts["sample"] = args.sample
+    t0 = time.perf_counter()
+    sessions = load(args.file, fmt, **opts)
+    total = sum(len(s.turns) for s in sessions)
+    new = existing = 0
+    with _open(settings) as store, Progress("ingest", total, unit="turns", quiet=args.json) as bar:
+        batch: list[Any] = []
+        size = 0
+        for s in [*sessions, None]:
+            if s is not None:
+                batch.append(s)
+                size += len(s.turns)
+            if batch and (s is None or size >= 256):
+                for r in store.write_sessions(batch):
+                    new += r.new_turns
+                    existing += r.existing_turns
+                bar.advance(size)
+                batch, size = [], 0
+    summary = {
+        "file": str(args.file),
+        "format": fmt,
+        "sessions": len(sessions),
+        "turns": total,
+        "new": new,
+        "already_present": existing,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if args.json:
+        _print_json(summary)
+    else:
+        print(
+            f"ingested {args.file} ({fmt}): {summary['sessions']} sessions, {total} turns — "
+            f"{new} new, {existing} already present, in {summary['seconds']} s"
+        )
+    return 0
+
+
+def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    if bool(args.text) == bool(args.batch):
+        raise InputError("give either a question or --batch FILE")
+    with _open(settings) as store:
+        if args.text:
+            ctx = store.reconstruct(args.text, args.budget, as_of=args.as_of, scope=args.scope)
+            if args.json:
+                _print_json(ctx.to_dict())
+            else:
+                print(ctx.text or "(nothing relevant found)")
+                print(f"\n[{ctx.tokens} tokens, {len(ctx.turns)} turns]", file=sys.stderr)
+            return 0
+        return _query_batch(store, args)
+
+
+def _query_batch(store: Store, args: argparse.Namespace) -> int:
+    path: Path = args.batch
+    try:
+        lines = path.read_text("utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", path=str(path)) from exc
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), where=f"line {n}") from exc
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            raise InputError("each line needs a string field 'query'", path=str(path), where=f"line {n}")
+        try:
+            ctx = store.reconstruct(
+                item["query"],
+                item.get("budget", args.budget),
+                as_of=item.get("as_of"),
+                scope=item.get("scope", args.scope),
+            )
+        except InputError as exc:
+            raise InputError(str(exc), path=str(path), where=f"line {n}") from exc
+        _print_json(ctx.to_dict())
+        sys.stdout.flush()
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.db.exists():
+        raise InputError("no database yet; ingest something first", path=str(settings.db))
+    with _open(settings) as store:
+        stats = store.stats()
+    if args.json:
+        _print_json(stats)
+        return 0
+    print(f"database      {stats['db']} ({stats['bytes'] / 1e6:.1f} MB, schema v{stats['schema_version']})")
+    print(f"embedder      {stats['embedder']} ({stats['embedder_dim']}-d)")
+    print(f"sessions      {stats['sessions']}")
+    print(f"turns         {stats['turns']}  ({stats['first_turn']} .. {stats['last_turn']})")
+    print("cues          " + ", ".join(f"{k} {v}" for k, v in stats["cues"].items()))
+    print("edges         " + ", ".join(f"{k} {v}" for k, v in stats["edges"].items()))
+    layers = "statement cues, temporal + semantic edges (model-free)"
+    if stats["cues"]["triple"] or stats["cues"]["keyword"]:
+        layers += "; extracted cues"
+    if stats["edges"]["antecedent"]:
+        layers += "; antecedent links"
+    print(f"layers        {layers}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.doctor import run_checks
+
+    checks = run_checks(settings)
+    if args.json:
+        _print_json(checks)
+    else:
+        for c in checks:
+            print(f"[{'ok' if c['ok'] else 'FAIL':>4}] {c['name']}: {c['detail']}")
+    return 0 if all(c["ok"] for c in checks) else 1
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    with _open(settings) as store:
+        n = store.forget(turn_ids=args.turn, session=args.session, before=args.before)
+    if args.json:
+        _print_json({"deleted_turns": n})
+    else:
+        print(f"forgot {n} turns")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.models import default_embedder
+
+    with Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings, rebind=True) as store:
+        n = store.reindex()
+    print(f"re-embedded {n} turns with {store.embedder.model_id}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    sample = resources.files("localmem") / "data" / "sample_conversation.jsonl"
+    db = settings.db if args.db else Path(tempfile.mkdtemp(prefix="localmem-demo-")) / "demo.db"
+    with resources.as_file(sample) as path:
+        print(f"$ localmem --db {db} ingest {path.name}")
+        ns = argparse.Namespace(file=path, format="jsonl", question=None, sample=None, json=False)
+        cmd_ingest(ns, settings.with_overrides(db=db))
+    print(f'\n$ localmem --db {db} query "{args.question}" --budget {args.budget}\n')
+    with _open(settings.with_overrides(db=db)) as store:
+        ctx = store.reconstruct(args.question, args.budget)
+    print(ctx.text)
+    print(
+        f"\n[{ctx.tokens} of {args.budget} tokens; turns: "
+        + ", ".join(f"{t.turn_id} ({t.reason})" for t in ctx.turns)
+        + "]"
+    )
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

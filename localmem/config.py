@@ -1,0 +1,90 @@
+"""Settings: where the database lives, which models to use, retrieval parameters.
+
+Precedence, lowest first: built-in defaults < config file (``config.toml`` in the user
+config dir, or ``LOCALMEM_CONFIG``) < environment (``LOCALMEM_*``) < explicit
+arguments (CLI flags). Retrieval parameters carry the values chosen by measurement on
+the LoCoMo dev data (see README, "Benchmarks").
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from localmem.errors import ConfigError
+
+APP = "localmem"
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Knobs of the model-free read path (see localmem/reconstruct.py)."""
+
+    temporal_window: int = 2  # w: temporal edges to the w previous turns of a session
+    semantic_k: int = 3  # k: each cue's k nearest cues become semantic edges
+    candidates: int = 60  # top-m per ranked list (turn/cue x dense/lexical)
+    rrf_k: float = 60.0
+    expand_neighbours: bool = True
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: Path = field(default_factory=lambda: default_db_path())
+    embedder: str = "default"  # "default" or a path to a GGUF embedding model
+    budget_tokens: int = 2000
+    max_budget_tokens: int = 32000
+    retrieval: RetrievalParams = field(default_factory=RetrievalParams)
+
+    def with_overrides(self, **kwargs: Any) -> Settings:
+        clean = {k: v for k, v in kwargs.items() if v is not None}
+        if "db" in clean:
+            clean["db"] = Path(clean["db"]).expanduser()
+        return replace(self, **clean)
+
+
+def default_db_path() -> Path:
+    return Path(platformdirs.user_data_dir(APP)) / "memory.db"
+
+
+def config_file() -> Path:
+    env = os.environ.get("LOCALMEM_CONFIG")
+    return Path(env) if env else Path(platformdirs.user_config_dir(APP)) / "config.toml"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    settings = Settings()
+    path = config_file()
+    if path.is_file():
+        settings = _apply_file(settings, path)
+    env: dict[str, Any] = {}
+    if os.environ.get("LOCALMEM_DB"):
+        env["db"] = os.environ["LOCALMEM_DB"]
+    if os.environ.get("LOCALMEM_EMBEDDER"):
+        env["embedder"] = os.environ["LOCALMEM_EMBEDDER"]
+    settings = settings.with_overrides(**env)
+    return settings.with_overrides(**overrides)
+
+
+def _apply_file(settings: Settings, path: Path) -> Settings:
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    top = {f.name for f in fields(Settings)} - {"retrieval"}
+    unknown = set(data) - top - {"retrieval"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s): {', '.join(sorted(unknown))}")
+    values = {k: v for k, v in data.items() if k in top}
+    retrieval = settings.retrieval
+    if "retrieval" in data:
+        names = {f.name for f in fields(RetrievalParams)}
+        bad = set(data["retrieval"]) - names
+        if bad:
+            raise ConfigError(f"{path}: unknown [retrieval] setting(s): {', '.join(sorted(bad))}")
+        retrieval = replace(retrieval, **data["retrieval"])
+    return replace(settings.with_overrides(**values), retrieval=retrieval)

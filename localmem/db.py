@@ -1,0 +1,120 @@
+"""SQLite connections and schema migrations.
+
+Every connection we open gets WAL, a busy timeout, foreign keys and sqlite-vec, on
+that connection only (nothing process-wide). Migrations are the numbered files
+``migrations/NNNN_name.sql`` shipped inside the package; each one and its
+``PRAGMA user_version`` bump commit together in one transaction, so a failed
+migration leaves the database exactly as it was. A database whose version is newer
+than the newest migration we know is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+import apsw
+import sqlite_vec
+
+from localmem.errors import SchemaError
+
+BUSY_TIMEOUT_MS = 10_000
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """The packaged migrations in version order; numbering must be 1..N with no gap."""
+    found: list[Migration] = []
+    for entry in _migrations_dir().iterdir():
+        m = _NAME.match(entry.name)
+        if m:
+            found.append(Migration(int(m.group(1)), m.group(2), entry.read_text("utf-8")))
+    found.sort(key=lambda mig: mig.version)
+    for expected, mig in enumerate(found, start=1):
+        if mig.version != expected:
+            raise SchemaError(f"migration numbering has a gap or duplicate at {mig.name}")
+    return found
+
+
+def _migrations_dir() -> Traversable:
+    # The wheel carries them as localmem/migrations; a source checkout (editable
+    # install, tests) has them at the repository's top level.
+    packaged = resources.files("localmem").joinpath("migrations")
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "migrations"
+
+
+def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = apsw.Connection(target, flags=flags)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def user_version(conn: apsw.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: apsw.Connection, available: list[Migration] | None = None) -> list[int]:
+    """Apply pending migrations in order; return the versions applied."""
+    todo = migrations() if available is None else available
+    newest = todo[-1].version if todo else 0
+    current = user_version(conn)
+    if current > newest:
+        raise SchemaError(
+            f"database schema version {current} is newer than this localmem supports "
+            f"({newest}); upgrade localmem to open it"
+        )
+    applied: list[int] = []
+    for mig in todo:
+        if mig.version <= current:
+            continue
+        try:
+            with transaction(conn):
+                # Re-check inside the write lock: another process may have migrated.
+                if user_version(conn) >= mig.version:
+                    continue
+                conn.execute(mig.sql)
+                conn.execute(f"PRAGMA user_version = {mig.version}")
+        except apsw.Error as exc:
+            raise SchemaError(f"migration {mig.version:04d}_{mig.name} failed: {exc}") from exc
+        applied.append(mig.version)
+    return applied
+
+
+@contextmanager
+def transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """A write transaction taken up front (BEGIN IMMEDIATE), so lock waits happen at the
+    start, under the busy timeout, rather than as a failed upgrade half-way through."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")

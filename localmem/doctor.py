@@ -1,0 +1,62 @@
+"""``localmem doctor``: checks that say what works and what does not, each with detail.
+
+Each check is independent and never raises: a failure is reported, not thrown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from localmem.config import Settings
+
+
+def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
+    try:
+        return {"name": name, "ok": True, "detail": fn()}
+    except Exception as exc:
+        return {"name": name, "ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+
+
+def run_checks(settings: Settings) -> list[dict[str, Any]]:
+    def sqlite() -> str:
+        import apsw
+
+        from localmem import db
+
+        conn = db.connect(":memory:")
+        vec = conn.execute("SELECT vec_version()").fetchone()[0]
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
+
+    def embedder() -> str:
+        from localmem.models import default_embedder
+
+        emb = default_embedder(settings.embedder)
+        emb.embed(["warm up"])
+        texts = [f"I went hiking with my sister on day {i} of the trip." for i in range(64)]
+        t0 = time.perf_counter()
+        emb.embed(texts)
+        rate = len(texts) / (time.perf_counter() - t0)
+        return f"{emb.model_id} ({emb.dim}-d), {rate:.0f} sentences/s"
+
+    def database() -> str:
+        if not settings.db.exists():
+            return f"{settings.db} does not exist yet (created on first ingest)"
+        from localmem.models import default_embedder
+        from localmem.store import Store
+
+        with Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings) as store:
+            s = store.stats()
+        return (
+            f"{settings.db}: schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
+            f"{sum(s['edges'].values())} edges; layers: statement cues + temporal/semantic edges"
+            + (
+                "; extracted cues"
+                if s["cues"]["triple"] or s["cues"]["keyword"]
+                else "; no extracted cues yet (no model run)"
+            )
+        )
+
+    return [_check("storage", sqlite), _check("embedder", embedder), _check("database", database)]

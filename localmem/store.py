@@ -1,0 +1,383 @@
+"""The store: one SQLite file holding sessions, turns, cues, edges and their indexes.
+
+This module owns the write side (write, link, forget, reindex) and the embedder
+binding; read-side SQL lives in ``localmem/search.py`` and scoring in
+``localmem/reconstruct.py``.
+
+Invariants:
+- a turn, its statement cues, their FTS rows, their vectors and its temporal edges
+  are written in one transaction; ``write`` returns only after it commits;
+- content is identified by a hash, so writing the same turns again writes nothing;
+- model calls (embedding) happen before the transaction opens, never inside it;
+- vectors of two embedding models are never mixed: the model id and dimension are
+  recorded on first use, and opening with another embedder raises
+  ``EmbedderMismatch`` until ``reindex`` re-embeds everything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+from localmem import db
+from localmem.config import RetrievalParams, Settings
+from localmem.embedding import Embedder
+from localmem.errors import EmbedderMismatch, InputError
+from localmem.records import Context, SessionIn, TurnIn, WriteResult
+from localmem.text import count_words, display_time, parse_time, sentence_spans
+
+Progress = Callable[[int], None]
+
+
+def turn_doc(speaker: str, text: str, ts: str | None) -> str:
+    """What is embedded and indexed for a turn: who and when travel with what."""
+    who = f"{speaker}: " if speaker else ""
+    return f"[{display_time(ts)}] {who}{text}"
+
+
+def _hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:32]
+
+
+@dataclass
+class _Prepared:
+    turn: TurnIn
+    ts: str | None
+    hash: str
+    spans: list[tuple[int, int]]
+
+
+class Store:
+    """A memory store on one SQLite file. Use ``localmem.open(path)`` to get one."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        settings: Settings | None = None,
+        *,
+        rebind: bool = False,
+    ) -> None:
+        """``rebind=True`` opens a store built with another embedder, for ``reindex``."""
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self.settings = settings or Settings(db=self.path)
+        self.conn = db.connect(path)
+        db.migrate(self.conn)
+        if embedder is None:
+            from localmem.embedding import OnnxMiniLM
+
+            embedder = OnnxMiniLM()
+        self.embedder = embedder
+        if not rebind:
+            self._bind_embedder()
+
+    @property
+    def params(self) -> RetrievalParams:
+        return self.settings.retrieval
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- embedder binding -------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _bind_embedder(self) -> None:
+        stored = self.meta("embedder_id")
+        if stored is None:
+            with db.transaction(self.conn):
+                if self.meta("embedder_id") is None:
+                    self._create_vector_tables(self.embedder.dim)
+                    self._set_embedder_meta()
+            return
+        if stored != self.embedder.model_id or int(self.meta("embedder_dim") or 0) != self.embedder.dim:
+            raise EmbedderMismatch(
+                f"{self.path} holds vectors of embedder {stored!r} ({self.meta('embedder_dim')}-d); "
+                f"it was opened with {self.embedder.model_id!r} ({self.embedder.dim}-d). "
+                "Open it with the original embedder, or run `localmem reindex` to re-embed "
+                "everything with the new one."
+            )
+
+    def _set_embedder_meta(self) -> None:
+        for key, value in (("embedder_id", self.embedder.model_id), ("embedder_dim", str(self.embedder.dim))):
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def _create_vector_tables(self, dim: int) -> None:
+        self.conn.execute(
+            f"""
+            CREATE VIRTUAL TABLE turn_vec USING vec0(
+                turn_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
+            CREATE VIRTUAL TABLE cue_vec USING vec0(
+                cue_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
+            CREATE TRIGGER turn_vec_delete AFTER DELETE ON turns BEGIN
+                DELETE FROM turn_vec WHERE turn_id = old.id;
+            END;
+            CREATE TRIGGER cue_vec_delete AFTER DELETE ON cues BEGIN
+                DELETE FROM cue_vec WHERE cue_id = old.id;
+            END;
+            """
+        )
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Re-embed every turn and cue with this store's embedder (after a model change)."""
+        turns = self.conn.execute("SELECT t.id, t.speaker, t.text, t.ts FROM turns t ORDER BY t.id").fetchall()
+        cues = self.conn.execute(
+            "SELECT c.id, t.speaker, c.text, t.ts FROM cues c JOIN turns t ON t.id = c.turn_id ORDER BY c.id"
+        ).fetchall()
+        tv = self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in turns])
+        if progress:
+            progress(len(turns))
+        cv = self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in cues])
+        with db.transaction(self.conn):
+            self.conn.execute(
+                "DROP TABLE IF EXISTS turn_vec; DROP TABLE IF EXISTS cue_vec;"
+                "DROP TRIGGER IF EXISTS turn_vec_delete; DROP TRIGGER IF EXISTS cue_vec_delete;"
+            )
+            self._create_vector_tables(self.embedder.dim)
+            self._set_embedder_meta()
+            self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
+            self._insert_vectors("cue_vec", "cue_id", [r[0] for r in cues], cv)
+        return len(turns)
+
+    def _insert_vectors(self, table: str, col: str, ids: Sequence[int], vecs: np.ndarray) -> None:
+        self.conn.executemany(
+            f"INSERT INTO {table}({col}, embedding) VALUES (?, ?)",
+            [(i, v.astype(np.float32).tobytes()) for i, v in zip(ids, vecs, strict=True)],
+        )
+
+    # -- write path -------------------------------------------------------------------
+
+    def write(
+        self,
+        turns: Sequence[TurnIn] | SessionIn,
+        session: str | None = None,
+        *,
+        source: str = "api",
+        started_at: str | None = None,
+    ) -> WriteResult:
+        """Store turns (and their statement cues, vectors, temporal and semantic edges)
+        in one transaction. Returns the id of every turn given, new or already stored."""
+        if isinstance(turns, SessionIn):
+            sess = turns
+        else:
+            sess = SessionIn(key=session or "default", turns=tuple(turns), started_at=started_at, source=source)
+        return self.write_sessions([sess])[0]
+
+    def write_sessions(self, sessions: Iterable[SessionIn], progress: Progress | None = None) -> list[WriteResult]:
+        """Write several sessions in ONE transaction (ingest batches use this)."""
+        prepared = [(s, [self._prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
+        known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
+        fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
+        # Embed outside the transaction: model time must not hold the write lock.
+        vectors = self._embed(list(fresh.values()))
+        results: list[WriteResult] = []
+        new_ids: list[int] = []
+        with db.transaction(self.conn):
+            for sess, ps in prepared:
+                sid = self._session_id(sess, ps)
+                ids: list[int] = []
+                new = 0
+                next_ord = self._next_ord(sid)
+                for p in ps:
+                    existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
+                    if existing is not None:
+                        ids.append(int(existing[0]))
+                        continue
+                    if p.hash not in vectors:
+                        # Deleted by another process since we looked: rare enough to
+                        # embed here rather than restart the batch.
+                        vectors.update(self._embed([p]))
+                    tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash])
+                    next_ord += 1
+                    ids.append(tid)
+                    new_ids.append(tid)
+                    new += 1
+                results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
+            if new_ids:
+                from localmem.linking import link_semantic
+
+                link_semantic(self, new_ids)
+        if progress:
+            progress(sum(len(ps) for _, ps in prepared))
+        return results
+
+    def _prepare(self, sess: SessionIn, turn: TurnIn, index: int) -> _Prepared:
+        if not isinstance(turn.text, str) or not turn.text.strip():
+            raise InputError(f"turn {index} of session {sess.key!r} has no text")
+        ts_raw = turn.timestamp or sess.started_at
+        try:
+            ts = parse_time(ts_raw) if ts_raw else None
+        except ValueError as exc:
+            raise InputError(f"turn {index} of session {sess.key!r}: {exc}") from exc
+        h = _hash(sess.source, sess.key, turn.source_id or "", turn.speaker, turn.role, ts or "", turn.text)
+        return _Prepared(turn, ts, h, sentence_spans(turn.text))
+
+    def _known_hashes(self, hashes: list[str]) -> set[str]:
+        known: set[str] = set()
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            known.update(r[0] for r in self.conn.execute(f"SELECT hash FROM turns WHERE hash IN ({marks})", chunk))
+        return known
+
+    def _embed(self, fresh: list[_Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        docs = [turn_doc(p.turn.speaker, p.turn.text, p.ts) for p in fresh]
+        docs += [turn_doc(p.turn.speaker, p.turn.text[s:e], p.ts) for p in fresh for s, e in p.spans]
+        vecs = self.embedder.embed(docs)
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        at = len(fresh)
+        for i, p in enumerate(fresh):
+            out[p.hash] = (vecs[i], vecs[at : at + len(p.spans)])
+            at += len(p.spans)
+        return out
+
+    def _session_id(self, sess: SessionIn, ps: list[_Prepared]) -> int:
+        started = sess.started_at
+        if started:
+            try:
+                started = parse_time(started)
+            except ValueError as exc:
+                raise InputError(f"session {sess.key!r}: {exc}") from exc
+        else:
+            started = next((p.ts for p in ps if p.ts), None)
+        self.conn.execute(
+            "INSERT INTO sessions(source, key, title, started_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(source, key) DO UPDATE SET started_at = coalesce(sessions.started_at, excluded.started_at)",
+            (sess.source, sess.key, sess.title, started),
+        )
+        row = self.conn.execute(
+            "SELECT id FROM sessions WHERE source = ? AND key = ?", (sess.source, sess.key)
+        ).fetchone()
+        return int(row[0])
+
+    def _next_ord(self, session_id: int) -> int:
+        row = self.conn.execute(
+            "SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def _insert_turn(self, sid: int, ord_: int, p: _Prepared, tvec: np.ndarray, cvecs: np.ndarray) -> int:
+        t = p.turn
+        tid = int(
+            self.conn.execute(
+                "INSERT INTO turns(session_id, ord, speaker, role, text, ts, source_id, hash, words) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text)),
+            ).fetchone()[0]
+        )
+        self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
+        self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
+        for (s, e), vec in zip(p.spans, cvecs, strict=True):
+            cue_text = t.text[s:e]
+            row = self.conn.execute(
+                "INSERT INTO cues(turn_id, kind, text, span_start, span_end) VALUES (?, 'statement', ?, ?, ?) "
+                "ON CONFLICT DO NOTHING RETURNING id",
+                (tid, cue_text, s, e),
+            ).fetchone()
+            if row is None:  # the same sentence twice in one turn
+                continue
+            cid = int(row[0])
+            self.conn.execute(
+                "INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(t.speaker, cue_text, p.ts))
+            )
+            self.conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.tobytes()))
+        w = self.params.temporal_window
+        self.conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, kind, weight) "
+            "SELECT id, ?, 'temporal', 1.0 / (? - ord) FROM turns WHERE session_id = ? AND ord BETWEEN ? AND ?",
+            (tid, ord_, sid, ord_ - w, ord_ - 1),
+        )
+        return tid
+
+    # -- read path --------------------------------------------------------------------
+
+    def reconstruct(
+        self,
+        query: str,
+        budget_tokens: int | None = None,
+        as_of: str | None = None,
+        scope: str | None = None,
+    ) -> Context:
+        from localmem.reconstruct import reconstruct
+
+        budget = self.settings.budget_tokens if budget_tokens is None else budget_tokens
+        return reconstruct(self, query, budget_tokens=budget, as_of=as_of, scope=scope)
+
+    # -- forget and stats -------------------------------------------------------------
+
+    def forget(
+        self,
+        turn_ids: Sequence[int] = (),
+        session: str | None = None,
+        before: str | None = None,
+        source: str | None = None,
+    ) -> int:
+        """Delete turns (and, by cascade, their cues, edges, vectors, index rows)."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        if turn_ids:
+            clauses.append(f"id IN ({','.join('?' * len(turn_ids))})")
+            args.extend(int(i) for i in turn_ids)
+        if session is not None:
+            clauses.append("session_id IN (SELECT id FROM sessions WHERE key = ? AND (? IS NULL OR source = ?))")
+            args.extend([session, source, source])
+        if before is not None:
+            clauses.append("ts < ?")
+            args.append(parse_time(before))
+        if not clauses:
+            raise InputError("forget needs turn ids, a session, or a time to forget before")
+        with db.transaction(self.conn):
+            n = self.conn.execute(f"DELETE FROM turns WHERE {' OR '.join(clauses)} RETURNING id", args).fetchall()
+            self.conn.execute("DELETE FROM sessions WHERE id NOT IN (SELECT DISTINCT session_id FROM turns)")
+        return len(n)
+
+    def stats(self) -> dict[str, Any]:
+        def one(sql: str) -> int:
+            row = self.conn.execute(sql).fetchone()
+            return int(row[0]) if row and row[0] is not None else 0
+
+        cue_kinds = dict(self.conn.execute("SELECT kind, count(*) FROM cues GROUP BY kind").fetchall())
+        edge_kinds = dict(self.conn.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall())
+        size = self.path.stat().st_size if self.path.is_file() else 0
+        wal = Path(str(self.path) + "-wal")
+        return {
+            "db": str(self.path),
+            "schema_version": db.user_version(self.conn),
+            "embedder": self.meta("embedder_id"),
+            "embedder_dim": int(self.meta("embedder_dim") or 0),
+            "sessions": one("SELECT count(*) FROM sessions"),
+            "turns": one("SELECT count(*) FROM turns"),
+            "cues": {k: cue_kinds.get(k, 0) for k in ("statement", "triple", "keyword", "fact")},
+            "edges": {k: edge_kinds.get(k, 0) for k in ("temporal", "semantic", "antecedent")},
+            "tags": one("SELECT count(*) FROM tags"),
+            "topics": one("SELECT count(*) FROM topics"),
+            "jobs_pending": one("SELECT count(*) FROM jobs WHERE state = 'pending'"),
+            "first_turn": self.conn.execute("SELECT min(ts) FROM turns").fetchone()[0],
+            "last_turn": self.conn.execute("SELECT max(ts) FROM turns").fetchone()[0],
+            "bytes": size + (wal.stat().st_size if wal.is_file() else 0),
+        }
+
+
+def open_store(path: str | Path, embedder: Embedder | None = None, settings: Settings | None = None) -> Store:
+    return Store(path, embedder=embedder, settings=settings)
+
+
+__all__ = ["Store", "apsw", "open_store", "turn_doc"]
