@@ -31,10 +31,8 @@ def field(obj: Any, key: str, kind: type | tuple[type, ...], path: Path, where: 
             raise InputError(f"missing field {key!r}", path=str(path), where=where)
         return None
     value = obj[key]
-    if (
-        not isinstance(value, kind)
-        or (isinstance(value, bool)
-        and bool not in (kind if isinstance(kind, tuple) else (kind,)))
+    if not isinstance(value, kind) or (
+        isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))
     ):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise InputError(

@@ -1,0 +1,93 @@
+"""Shared fixtures: a deterministic fake embedder (for tests about other things), real
+stores in temp dirs, and an autouse fixture that keeps every test away from the user's
+real data and config directories."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localmem.config import Settings
+from localmem.records import SessionIn, TurnIn
+from localmem.store import Store
+
+
+class HashEmbedder:
+    """Bag of words hashed into ``dim`` buckets: texts sharing words are similar.
+    Deterministic and fast; stands in for the model where a test is about storage,
+    packing or the CLI rather than about embedding quality."""
+
+    def __init__(self, dim: int = 64, model_id: str = "test-hash-64") -> None:
+        self.dim = dim
+        self.model_id = model_id
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", text.lower()):
+                h = int(hashlib.md5(w.encode()).hexdigest()[:8], 16)
+                out[i, h % self.dim] += 1.0 if (h >> 20) & 1 else -1.0
+            out[i, -1] += 0.01  # no all-zero rows
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.delenv("LOCALMEM_DB", raising=False)
+    monkeypatch.delenv("LOCALMEM_CONFIG", raising=False)
+    monkeypatch.delenv("LOCALMEM_EMBEDDER", raising=False)
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def store(tmp_path: Path, embedder: HashEmbedder) -> Iterator[Store]:
+    s = Store(tmp_path / "mem.db", embedder=embedder, settings=Settings(db=tmp_path / "mem.db"))
+    yield s
+    s.close()
+
+
+def session(key: str, start: str, *lines: tuple[str, str], source: str = "test") -> SessionIn:
+    turns = tuple(TurnIn(text=text, speaker=who, source_id=f"{key}:{i}") for i, (who, text) in enumerate(lines))
+    return SessionIn(key=key, turns=turns, started_at=start, source=source)
+
+
+@pytest.fixture
+def garden_sessions() -> list[SessionIn]:
+    return [
+        session(
+            "s1",
+            "2024-01-05T10:00:00",
+            ("Ana", "I planted tomatoes in the garden today. They need sun."),
+            ("Ben", "Nice! Did you also plant basil next to them?"),
+            ("Ana", "Yes, basil and some mint. The mint spreads a lot."),
+        ),
+        session(
+            "s2",
+            "2024-02-10T09:00:00",
+            ("Ben", "My bike chain broke on the way to work."),
+            ("Ana", "Did you fix the bike chain yourself?"),
+            ("Ben", "I took the bike to the shop on Main Street."),
+        ),
+        session(
+            "s3",
+            "2024-03-15T18:30:00",
+            ("Ana", "The tomatoes are growing fast, the first flowers appeared."),
+            ("Ben", "Great, tomatoes love the warm weather."),
+        ),
+    ]

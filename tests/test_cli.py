@@ -1,0 +1,130 @@
+"""The CLI through real subprocesses, with the real default embedder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from localmem.cli import build_parser
+
+from .test_ingest import locomo_doc
+
+
+def run(*args: str, db: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "localmem"]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    return proc
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "localmem" / "data" / "sample_conversation.jsonl"
+
+
+def test_every_command_has_help() -> None:
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    assert helps.get(name), f"'{path} {name}' has no help text"
+                    walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "localmem")
+    out = run("--help").stdout
+    for name in ("ingest", "query", "stats", "doctor", "bench", "forget", "demo"):
+        assert name in out
+
+
+def test_ingest_query_stats_roundtrip(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    summary = json.loads(run("ingest", str(SAMPLE), "--json", db=db).stdout)
+    assert summary["format"] == "jsonl" and summary["new"] == summary["turns"] > 20
+    again = json.loads(run("ingest", str(SAMPLE), "--json", db=db).stdout)
+    assert again["new"] == 0 and again["already_present"] == summary["turns"]
+
+    res = json.loads(run("query", "Which shoes did Maya switch to?", "--budget", "120", "--json", db=db).stdout)
+    assert res["tokens"] <= 120
+    assert any("Brooks Ghost" in t["text"] for t in res["turns"])
+    assert {"turn_id", "source_id", "session", "timestamp", "speaker", "text", "reason", "score"} <= set(
+        res["turns"][0]
+    )
+
+    stats = json.loads(run("stats", "--json", db=db).stdout)
+    assert stats["turns"] == summary["turns"] and stats["cues"]["statement"] >= stats["turns"]
+    assert "turns" in run("stats", db=db).stdout
+
+
+def test_query_batch_and_as_of(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    run("ingest", str(SAMPLE), db=db)
+    batch = tmp_path / "q.jsonl"
+    batch.write_text(
+        json.dumps({"query": "Who goes to Lisbon with Maya?"})
+        + "\n"
+        + json.dumps({"query": "knee pain", "as_of": "2024-04-01"})
+        + "\n",
+        "utf-8",
+    )
+    lines = run("query", "--batch", str(batch), "--json", db=db).stdout.strip().splitlines()
+    assert len(lines) == 2
+    second = json.loads(lines[1])
+    assert second["turns"] and all(t["timestamp"] < "2024-04-01" for t in second["turns"])
+
+
+def test_user_errors_are_one_clear_line(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    proc = run("ingest", str(tmp_path / "missing.jsonl"), db=db, check=False)
+    assert proc.returncode == 3 and "missing.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": \n', "utf-8")
+    proc = run("ingest", str(bad), db=db, check=False)
+    assert proc.returncode == 3 and "line 2" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("query", "x", "--as-of", "someday", db=db, check=False)
+    assert proc.returncode == 3 and "as_of" in proc.stderr
+
+
+def test_doctor_and_demo(tmp_path: Path) -> None:
+    checks = json.loads(run("doctor", "--json", db=tmp_path / "m.db").stdout)
+    assert all(c["ok"] for c in checks), checks
+    out = run("demo").stdout
+    assert "Lisbon half marathon" in out and "tokens" in out
+
+
+@pytest.mark.parametrize("methods", ["bm25,rrf,localmem"])
+def test_bench_locomo_json(tmp_path: Path, methods: str) -> None:
+    doc = locomo_doc()
+    doc[0]["qa"] = [
+        {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did Rex learn?", "answer": "sit", "evidence": ["D2:1; D1:1"], "category": 1},
+        {"question": "adversarial", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+        {"question": "no evidence", "answer": "x", "evidence": ["D"], "category": 4},
+    ]
+    data = tmp_path / "lo.json"
+    data.write_text(json.dumps(doc), "utf-8")
+    proc = run(
+        "bench",
+        "locomo",
+        "--data",
+        str(data),
+        "--budgets",
+        "20,500",
+        "--methods",
+        methods,
+        "--workdir",
+        str(tmp_path / "w"),
+        "--json",
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["questions"] == 2 and result["skipped_no_evidence"] == 1
+    rows = {(r["method"], r["budget"]): r for r in result["rows"]}
+    assert rows[("localmem", 500)]["all"] == 100.0  # the whole conversation fits in 500 tokens
+    assert "multi-hop" in proc.stdout

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from localmem.errors import InputError
+from localmem.reconstruct import Candidate, pack, render, rrf
+from localmem.records import SessionIn
+from localmem.search import TurnRow
+from localmem.store import Store
+from localmem.text import count_tokens
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = rrf([[(1, 9.0), (2, 5.0)], [(2, 0.9), (3, 0.1)]], k=60)
+    assert fused[2] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1] == pytest.approx(1 / 61)
+    assert fused[3] == pytest.approx(1 / 62)
+
+
+def _rows(words: list[int]) -> dict[int, TurnRow]:
+    return {
+        i: TurnRow(
+            i,
+            i % 3,
+            f"s{i % 3}",
+            f"2024-01-0{1 + i % 3}T10:00:00",
+            i,
+            "Ann",
+            "user",
+            " ".join(["w"] * n),
+            None,
+            str(i),
+            n,
+        )
+        for i, n in enumerate(words)
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=40),
+    budget=st.integers(min_value=1, max_value=1500),
+    scores=st.randoms(use_true_random=False),
+)
+def test_pack_never_exceeds_budget(words: list[int], budget: int, scores: object) -> None:
+    rows = _rows(words)
+    cands = [Candidate(i, scores.random(), "anchor") for i in rows]  # type: ignore[attr-defined]
+    text, ordered = render(pack(cands, rows, budget), rows)
+    assert count_tokens(text) <= budget
+    # chronological: sessions by date, turns by order inside a session
+    keys = [(rows[c.turn_id].session_started, rows[c.turn_id].ord) for c in ordered]
+    assert keys == sorted(keys)
+
+
+def test_pack_prefers_higher_scores_and_skips_what_does_not_fit() -> None:
+    rows = _rows([50, 5, 5])
+    cands = [Candidate(0, 1.0, "anchor"), Candidate(1, 0.5, "anchor"), Candidate(2, 0.1, "anchor")]
+    chosen = pack(cands, rows, budget_tokens=30)
+    assert [c.turn_id for c in chosen] == [1, 2]  # 0 is too long, smaller ones still fit
+
+
+def test_reconstruct_budget_order_and_evidence(store: Store, garden_sessions: list[SessionIn]) -> None:
+    store.write_sessions(garden_sessions)
+    for budget in (15, 40, 80, 400):
+        ctx = store.reconstruct("When did Ana plant tomatoes?", budget)
+        assert ctx.tokens <= budget
+        assert ctx.tokens == count_tokens(ctx.text)
+        times = [(t.timestamp, t.turn_id) for t in ctx.turns]
+        assert times == sorted(times)
+        for t in ctx.turns:
+            assert t.text in ctx.text
+            assert t.reason in {"anchor", "temporal", "semantic"}
+    ctx = store.reconstruct("When did Ana plant tomatoes?", 400)
+    assert "I planted tomatoes in the garden today. They need sun." in ctx.text
+    assert "# 2024-01-05 10:00 (session s1)" in ctx.text
+
+
+def test_as_of_hides_later_turns(store: Store, garden_sessions: list[SessionIn]) -> None:
+    store.write_sessions(garden_sessions)
+    ctx = store.reconstruct("tomatoes", 1000, as_of="2024-02-01")
+    assert ctx.turns and all(t.timestamp <= "2024-02-01" for t in ctx.turns if t.timestamp)
+    ctx = store.reconstruct("tomatoes", 1000, as_of="2024/02/01 (Thu) 00:00")
+    assert all(t.session == "s1" for t in ctx.turns)
+
+
+def test_scope_limits_to_one_source(store: Store, garden_sessions: list[SessionIn]) -> None:
+    store.write_sessions(garden_sessions)
+    other = SessionIn(key="o1", turns=garden_sessions[0].turns, started_at="2024-05-01", source="other")
+    store.write_sessions([other])
+    ctx = store.reconstruct("tomatoes garden", 1000, scope="other")
+    assert ctx.turns and all(t.session == "o1" for t in ctx.turns)
+
+
+def test_bad_arguments_are_input_errors(store: Store) -> None:
+    with pytest.raises(InputError):
+        store.reconstruct("  ")
+    with pytest.raises(InputError):
+        store.reconstruct("q", 0)
+    with pytest.raises(InputError, match="as_of"):
+        store.reconstruct("q", 100, as_of="yesterday-ish")
+    with pytest.raises(InputError, match="cap"):
+        store.reconstruct("q", 10**9)
+
+
+def test_empty_store_gives_empty_context(store: Store) -> None:
+    ctx = store.reconstruct("anything at all", 500)
+    assert ctx.text == "" and ctx.turns == () and ctx.tokens == 0
