@@ -29,6 +29,7 @@ from localmem import db
 from localmem.config import RetrievalParams, Settings
 from localmem.embedding import Embedder
 from localmem.errors import EmbedderMismatch, InputError
+from localmem.linking import CueMatrix, link_semantic
 from localmem.records import Context, SessionIn, TurnIn, WriteResult
 from localmem.text import count_words, display_time, parse_time, sentence_spans
 
@@ -78,8 +79,15 @@ class Store:
 
             embedder = OnnxMiniLM()
         self.embedder = embedder
+        self._cue_matrix: CueMatrix | None = None
         if not rebind:
             self._bind_embedder()
+
+    def cue_matrix(self) -> CueMatrix:
+        """The in-memory mirror of cue vectors used for linking (built on first use)."""
+        if self._cue_matrix is None or self._cue_matrix.dim != self.embedder.dim:
+            self._cue_matrix = CueMatrix(self.embedder.dim)
+        return self._cue_matrix
 
     @property
     def params(self) -> RetrievalParams:
@@ -155,6 +163,7 @@ class Store:
             self._set_embedder_meta()
             self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
             self._insert_vectors("cue_vec", "cue_id", [r[0] for r in cues], cv)
+        self._cue_matrix = None  # same ids, new vectors: the mirror must be rebuilt
         return len(turns)
 
     def _insert_vectors(self, table: str, col: str, ids: Sequence[int], vecs: np.ndarray) -> None:
@@ -212,8 +221,6 @@ class Store:
                     new += 1
                 results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
             if new_ids:
-                from localmem.linking import link_semantic
-
                 link_semantic(self, new_ids)
         if progress:
             progress(sum(len(ps) for _, ps in prepared))

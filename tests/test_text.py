@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +15,7 @@ def test_sentence_spans_cover_all_text(text: str) -> None:
     covered = "".join(text[s:e] for s, e in spans)
     assert "".join(covered.split()) == "".join(text.split())
     assert all(s < e for s, e in spans)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
 
 
 def test_sentence_spans_split_sentences() -> None:
