@@ -119,8 +119,8 @@ def reconstruct(
     conn = store.conn
     qvec = store.embedder.embed([query])[0]
     lists = [
-        search.dense_turns(conn, qvec, p.candidates, flt),
-        search.dense_cues(conn, qvec, p.candidates, flt),
+        search.dense(conn, store.mirror("turn"), qvec, p.candidates, flt),
+        search.dense(conn, store.mirror("cue"), qvec, p.candidates, flt),
         search.lexical_turns(conn, query, p.candidates, flt),
         search.lexical_cues(conn, query, p.candidates, flt),
     ]

@@ -2,7 +2,8 @@
 
 Every function takes a ``Filter`` (as_of, scope) and returns plain tuples; scoring
 happens in ``localmem/reconstruct.py``. Filters are applied after the index lookup,
-so lookups over-fetch when a filter is active.
+so lookups over-fetch when a filter is active. Dense lists come from the in-memory
+vector mirrors (``localmem/vectors.py``), lexical ones from FTS5 bm25.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import apsw
 import numpy as np
 
 from localmem.text import fts_query
+from localmem.vectors import VectorMirror
 
 # Words too common in questions to say anything about which turn answers them.
 STOPWORDS = frozenset(
@@ -168,25 +170,16 @@ def _visible(conn: apsw.Connection, ids: Iterable[int], flt: Filter) -> set[int]
     return {int(r[0]) for r in rows}
 
 
-def dense_turns(conn: apsw.Connection, qvec: np.ndarray, m: int, flt: Filter) -> list[tuple[int, float]]:
-    k = m * 4 if flt.active else m
-    rows = conn.execute(
-        "SELECT turn_id, distance FROM turn_vec WHERE embedding MATCH ? AND k = ?",
-        (qvec.astype(np.float32).tobytes(), k),
-    ).fetchall()
-    ok = _visible(conn, (r[0] for r in rows), flt)
-    return [(int(t), 1.0 - float(d)) for t, d in rows if t in ok][:m]
-
-
-def dense_cues(conn: apsw.Connection, qvec: np.ndarray, m: int, flt: Filter) -> list[tuple[int, float]]:
-    """Cue hits as (source turn id, similarity), best cue per turn, best first."""
-    k = m * 4 if flt.active else m * 2
-    rows = conn.execute(
-        "SELECT c.turn_id, v.distance FROM cue_vec v JOIN cues c ON c.id = v.cue_id "
-        "WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
-        (qvec.astype(np.float32).tobytes(), k),
-    ).fetchall()
-    return _best_per_turn(conn, [(int(t), 1.0 - float(d)) for t, d in rows], m, flt)
+def dense(conn: apsw.Connection, mirror: VectorMirror, qvec: np.ndarray, m: int, flt: Filter) -> list[tuple[int, float]]:
+    """Best ``m`` visible turns by their best-matching row of ``mirror`` (turn vectors,
+    or cue vectors voting once per source turn), best first: (turn id, cosine)."""
+    k = m if mirror.table == "turn" else 2 * m
+    while True:
+        hits = mirror.top(qvec, k * 4 if flt.active else k)
+        out = _best_per_turn(conn, [(t, s) for _row, t, s in hits], m, flt)
+        if len(out) >= m or len(hits) >= len(mirror.ids):
+            return out
+        k *= 4  # the filter hid too many: look further down the ranking
 
 
 def lexical_turns(conn: apsw.Connection, query: str, m: int, flt: Filter) -> list[tuple[int, float]]:

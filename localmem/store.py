@@ -29,9 +29,10 @@ from localmem import db
 from localmem.config import RetrievalParams, Settings
 from localmem.embedding import Embedder
 from localmem.errors import EmbedderMismatch, InputError
-from localmem.linking import CueMatrix, link_semantic
+from localmem.linking import link_semantic
 from localmem.records import Context, SessionIn, TurnIn, WriteResult
 from localmem.text import count_words, display_time, parse_time, sentence_spans
+from localmem.vectors import VectorMirror
 
 Progress = Callable[[int], None]
 
@@ -79,15 +80,17 @@ class Store:
 
             embedder = OnnxMiniLM()
         self.embedder = embedder
-        self._cue_matrix: CueMatrix | None = None
+        self._mirrors: dict[str, VectorMirror] = {}
         if not rebind:
             self._bind_embedder()
 
-    def cue_matrix(self) -> CueMatrix:
-        """The in-memory mirror of cue vectors used for linking (built on first use)."""
-        if self._cue_matrix is None or self._cue_matrix.dim != self.embedder.dim:
-            self._cue_matrix = CueMatrix(self.embedder.dim)
-        return self._cue_matrix
+    def mirror(self, table: str) -> VectorMirror:
+        """The in-memory, synced mirror of the ``cue`` or ``turn`` vectors."""
+        m = self._mirrors.get(table)
+        if m is None or m.dim != self.embedder.dim:
+            m = self._mirrors[table] = VectorMirror(table, self.embedder.dim)
+        m.sync(self.conn)
+        return m
 
     @property
     def params(self) -> RetrievalParams:
@@ -163,7 +166,7 @@ class Store:
             self._set_embedder_meta()
             self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
             self._insert_vectors("cue_vec", "cue_id", [r[0] for r in cues], cv)
-        self._cue_matrix = None  # same ids, new vectors: the mirror must be rebuilt
+        self._mirrors.clear()  # same ids, new vectors: mirrors must be rebuilt
         return len(turns)
 
     def _insert_vectors(self, table: str, col: str, ids: Sequence[int], vecs: np.ndarray) -> None:

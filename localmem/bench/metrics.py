@@ -112,7 +112,7 @@ def bm25(store: Store, query: str, budget: int, as_of: str | None = None) -> Con
 def dense(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
     qv = store.embedder.embed([query])[0]
     return _context(
-        store, query, search.dense_turns(store.conn, qv, min(4096, _all_turns(store)), Filter(as_of=as_of)), budget
+        store, query, search.dense(store.conn, store.mirror("turn"), qv, _all_turns(store), Filter(as_of=as_of)), budget
     )
 
 
@@ -123,7 +123,7 @@ def hybrid(store: Store, query: str, budget: int, as_of: str | None = None) -> C
     n = _all_turns(store)
     flt = Filter(as_of=as_of)
     fused = rrf(
-        [search.lexical_turns(store.conn, query, n, flt), search.dense_turns(store.conn, qv, min(4096, n), flt)], 60.0
+        [search.lexical_turns(store.conn, query, n, flt), search.dense(store.conn, store.mirror("turn"), qv, n, flt)], 60.0
     )
     return _context(store, query, sorted(fused.items(), key=lambda kv: -kv[1]), budget)
 

@@ -1,0 +1,72 @@
+"""In-memory mirrors of the vec0 tables, for nearest-neighbour search in numpy.
+
+vec0 holds the vectors durably; a mirror holds (row id, turn id, unit vector) for every
+row in one float32 matrix, so a query is one matrix-vector product. Measured on the
+2-core dev machine at 10k turns / 20k cues, vec0's brute-force KNN took 26 ms (turns)
+and 52 ms (cues) per query against a few ms for the mirror, and one KNN query per new
+cue made linking dominate ingest.
+
+Invariant: after ``sync`` the mirror equals its table. It appends rows newer than the
+newest it holds and reloads everything when counts disagree (rows deleted, or written
+by another process out of order), so several processes on one file stay correct.
+"""
+
+from __future__ import annotations
+
+import apsw
+import numpy as np
+
+# (count/max query, load query): each load row is (row id, turn id, vector blob).
+_TABLES = {
+    "cue": (
+        "SELECT count(*), coalesce(max(id), 0) FROM cues",
+        "SELECT c.id, c.turn_id, v.embedding FROM cues c JOIN cue_vec v ON v.cue_id = c.id WHERE c.id > ? ORDER BY c.id",
+    ),
+    "turn": (
+        "SELECT count(*), coalesce(max(id), 0) FROM turns",
+        "SELECT t.id, t.id, v.embedding FROM turns t JOIN turn_vec v ON v.turn_id = t.id WHERE t.id > ? ORDER BY t.id",
+    ),
+}
+
+
+class VectorMirror:
+    def __init__(self, table: str, dim: int) -> None:
+        self.table = table
+        self.dim = dim
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.turns = np.zeros(0, dtype=np.int64)
+        self.mat = np.zeros((0, dim), dtype=np.float32)
+
+    def sync(self, conn: apsw.Connection) -> None:
+        head, load = _TABLES[self.table]
+        count, max_id = conn.execute(head).fetchone()
+        have_max = int(self.ids[-1]) if len(self.ids) else 0
+        if count == len(self.ids) and max_id == have_max:
+            return
+        rows = conn.execute(load, (have_max,)).fetchall()
+        if len(self.ids) + len(rows) != count:
+            self.clear()
+            rows = conn.execute(load, (0,)).fetchall()
+        if rows:
+            self.ids = np.concatenate([self.ids, np.array([r[0] for r in rows], dtype=np.int64)])
+            self.turns = np.concatenate([self.turns, np.array([r[1] for r in rows], dtype=np.int64)])
+            vecs = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
+            self.mat = np.concatenate([self.mat, vecs])
+
+    def clear(self) -> None:
+        self.ids = self.ids[:0]
+        self.turns = self.turns[:0]
+        self.mat = np.zeros((0, self.dim), dtype=np.float32)
+
+    def top(self, qvec: np.ndarray, k: int) -> list[tuple[int, int, float]]:
+        """The k rows most similar to ``qvec``, best first: (row id, turn id, cosine)."""
+        n = len(self.ids)
+        if n == 0 or k <= 0:
+            return []
+        sims = self.mat @ qvec.astype(np.float32)
+        if k < n:
+            idx = np.argpartition(-sims, k - 1)[:k]
+            idx = idx[np.argsort(-sims[idx], kind="stable")]
+        else:
+            idx = np.argsort(-sims, kind="stable")
+        return [(int(self.ids[i]), int(self.turns[i]), float(sims[i])) for i in idx]
