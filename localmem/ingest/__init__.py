@@ -1,55 +1,57 @@
-"""Chat-log parsers: one module per format, each turning a file into ``SessionIn``s.
+"""Chat-log ingest: one parser module per format, each turning a file into ``Unit``s
+(a conversation, sample, line or section each) that carry ``SessionIn``s.
 
-``load(path, fmt)`` parses the whole file before anything is written, so a malformed
-file stores nothing; errors are ``InputError`` naming the file and the JSON path or
-line. ``detect(path)`` picks the format from the file's shape.
+``detect(path)`` tells the format from the file's shape; ``load(path, fmt)`` parses a
+whole file into sessions (the first bad unit raises ``InputError`` naming the file and
+the JSON path or line); ``ingest_file`` (``localmem.ingest.runner``) writes a file in
+batches with a resume point, for the CLI and the watcher.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest import jsonl, locomo, longmemeval
+from localmem.ingest import chatgpt, claude, jsonl, locomo, longmemeval, messages, transcript
+from localmem.ingest._detect import FORMAT_NAMES, detect
+from localmem.ingest._units import Cursor, Unit, merge
 from localmem.records import SessionIn
 
-Parser = Callable[..., Iterator[SessionIn]]
+Units = Callable[..., Iterator[Unit]]
 
-FORMATS: dict[str, Parser] = {
-    "locomo": locomo.parse,
-    "longmemeval": longmemeval.parse,
-    "jsonl": jsonl.parse,
+FORMATS: dict[str, Units] = {
+    "chatgpt": chatgpt.units,
+    "claude": claude.units,
+    "messages": messages.units,
+    "transcript": transcript.units,
+    "jsonl": jsonl.units,
+    "locomo": locomo.units,
+    "longmemeval": longmemeval.units,
 }
+OPTIONS: dict[str, frozenset[str]] = {"locomo": frozenset({"sample"}), "longmemeval": frozenset({"question"})}
 
 
-def detect(path: Path) -> str:
-    """Guess the format from the first bytes and, for JSON, the first record's keys."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(65536).decode("utf-8", errors="replace").lstrip()
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
-    if not head:
-        raise InputError("file is empty", path=str(path))
-    if head.startswith("["):
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"not valid JSON: {exc}", path=str(path)) from exc
-        first = data[0] if isinstance(data, list) and data else {}
-        if isinstance(first, dict) and "conversation" in first:
-            return "locomo"
-        if isinstance(first, dict) and "haystack_sessions" in first:
-            return "longmemeval"
-    if head.startswith("{"):
-        return "jsonl"
-    raise InputError("cannot tell the format; pass --format (one of: " + ", ".join(FORMATS) + ")", path=str(path))
+def units(path: Path, fmt: str, start: Cursor | None = None, **options: Any) -> Iterator[Unit]:
+    """The units of ``path`` read as ``fmt``, from ``start``; options are checked."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}", path=str(path))
+    given = {k: v for k, v in options.items() if v is not None}
+    extra = set(given) - OPTIONS.get(fmt, frozenset())
+    if extra:
+        raise InputError(f"format {fmt} takes no option {', '.join(sorted(extra))}", path=str(path))
+    return FORMATS[fmt](path, start, **given)
 
 
-def load(path: Path, fmt: str | None = None, **options: object) -> list[SessionIn]:
-    name = fmt or detect(path)
-    if name not in FORMATS:
-        raise InputError(f"unknown format {name!r}; known: {', '.join(FORMATS)}", path=str(path))
-    return list(FORMATS[name](path, **options))
+def load(path: Path, fmt: str | None = None, **options: Any) -> list[SessionIn]:
+    """Every session of a file (sessions of one key merged); the first bad unit raises."""
+    sessions: list[SessionIn] = []
+    for u in units(path, fmt or detect(path), **options):
+        if u.error is not None:
+            raise u.error
+        sessions.extend(u.sessions)
+    return merge(sessions)
+
+
+__all__ = ["FORMATS", "FORMAT_NAMES", "Cursor", "Unit", "detect", "load", "units"]

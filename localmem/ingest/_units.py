@@ -1,0 +1,93 @@
+"""What every parser yields: ``Unit``s (one conversation, sample, line or section each),
+each with the ``Cursor`` to resume from once it is stored, plus small shared helpers.
+
+A unit is the smallest thing that is stored or refused as a whole: a bad unit carries
+its ``InputError`` instead of sessions, so ``--skip-bad`` can step over it and nothing
+of it is ever written. Messages a parser leaves out on purpose (system prompts, tool
+calls, hidden or empty messages) are counted in ``skipped`` by reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from localmem.errors import InputError
+from localmem.records import SessionIn
+from localmem.text import parse_time
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A point in a file between two units: byte offset, units before it, line number."""
+
+    offset: int = 0
+    index: int = 0
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class Unit:
+    index: int
+    where: str  # "$[3]", "line 12", "section '2024-05-01' (line 40)"
+    sessions: tuple[SessionIn, ...]
+    after: Cursor  # resume here once this unit is stored
+    skipped: Counter[str] = field(default_factory=Counter)
+    error: InputError | None = None
+
+    @property
+    def turns(self) -> int:
+        return sum(len(s.turns) for s in self.sessions)
+
+
+def bad(index: int, where: str, after: Cursor, error: InputError) -> Unit:
+    return Unit(index=index, where=where, sessions=(), after=after, error=error)
+
+
+def merge(sessions: Iterable[SessionIn]) -> list[SessionIn]:
+    """Sessions with the same (source, key) joined, in order of first appearance."""
+    out: dict[tuple[str, str], SessionIn] = {}
+    for s in sessions:
+        k = (s.source, s.key)
+        prev = out.get(k)
+        if prev is None:
+            out[k] = s
+        else:
+            out[k] = replace(
+                prev,
+                turns=prev.turns + s.turns,
+                started_at=prev.started_at or s.started_at,
+                title=prev.title or s.title,
+            )
+    return list(out.values())
+
+
+def sessions_of(units: Iterable[Unit]) -> Iterator[SessionIn]:
+    """All sessions of a file (merged by key); the first bad unit's error is raised."""
+    collected: list[SessionIn] = []
+    for u in units:
+        if u.error is not None:
+            raise u.error
+        collected.extend(u.sessions)
+    yield from merge(collected)
+
+
+def timestamp(value: object, path: Path, where: str) -> str | None:
+    """``parse_time`` for values read from a file: None stays None, anything unusable is
+    an ``InputError`` naming the location."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputError(
+            f"a timestamp should be a string or a number, got {type(value).__name__}", path=str(path), where=where
+        )
+    try:
+        return parse_time(value)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise InputError(f"unusable timestamp {value!r}: {exc}", path=str(path), where=where) from exc
+
+
+def text_of(value: object) -> str:
+    return value.strip() if isinstance(value, str) else ""

@@ -1,0 +1,144 @@
+"""OpenAI-style messages: ``{"messages": [{"role", "content"}, ...]}`` per line (JSONL)
+or per file, a JSON array of such objects, or a bare JSON array of messages.
+
+Fields relied on: ``role`` and ``content`` (a string, or a list of parts: ``text`` /
+``input_text`` / ``output_text`` parts give their ``text``; other parts such as
+``image_url`` become placeholders like ``[image_url]``); optional ``name`` (the
+speaker), ``timestamp`` / ``created_at`` on a message or the conversation, and ``id`` /
+``conversation_id`` / ``session`` on the conversation (its session key; otherwise
+``line N`` or ``$[i]``). ``system`` / ``developer`` and ``tool`` / ``function`` messages
+and assistant messages that only call tools are skipped (counted by reason). Source =
+``messages:<file name>``; native turn id = ``<session key>:<message index>``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from localmem.errors import InputError
+from localmem.ingest._json import read_json, records
+from localmem.ingest._units import Cursor, Unit, bad, sessions_of, timestamp
+from localmem.records import SessionIn, TurnIn
+
+SKIP_ROLES = {
+    "system": "system message",
+    "developer": "system message",
+    "tool": "tool message",
+    "function": "tool message",
+}
+TEXT_PARTS = {"text", "input_text", "output_text"}
+
+
+def units(path: Path, start: Cursor | None = None) -> Iterator[Unit]:
+    start = start or Cursor()
+    first = True
+    for rec in records(path, start):
+        if first and rec.index == 0 and rec.where.startswith("$[") and _is_message(rec.value):
+            # A bare array of messages: the whole file is one conversation.
+            yield _bare(path)
+            return
+        first = False
+        if rec.error is not None:
+            yield bad(rec.index, rec.where, rec.after, rec.error)
+            continue
+        skipped: Counter[str] = Counter()
+        try:
+            session = conversation(rec.value, path, rec.where, skipped)
+        except InputError as exc:
+            yield bad(rec.index, rec.where, rec.after, exc)
+            continue
+        yield Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value and "messages" not in value
+
+
+def _bare(path: Path) -> Unit:
+    # Resuming means reading it again from the start (stored turns are recognised).
+    data = read_json(path)
+    skipped: Counter[str] = Counter()
+    try:
+        session = conversation({"messages": data}, path, "$", skipped)
+    except InputError as exc:
+        return bad(0, "$", Cursor(), exc)
+    return Unit(0, "$", (session,) if session.turns else (), Cursor(), skipped)
+
+
+def conversation(conv: Any, path: Path, where: str, skipped: Counter[str]) -> SessionIn:
+    if not isinstance(conv, dict):
+        raise InputError(f"expected an object with 'messages', got {type(conv).__name__}", path=str(path), where=where)
+    messages = conv.get("messages")
+    if not isinstance(messages, list):
+        raise InputError("missing list field 'messages'", path=str(path), where=where)
+    default = where if where != "$" else path.stem
+    key = str(
+        next((conv[k] for k in ("id", "conversation_id", "session") if isinstance(conv.get(k), str | int)), default)
+    )
+    conv_ts = timestamp(conv.get("timestamp", conv.get("created_at")), path, f"{where}.timestamp")
+    turns = []
+    for mi, msg in enumerate(messages):
+        mwhere = f"{where}.messages[{mi}]"
+        turn = _message(msg, path, mwhere, f"{key}:{mi}", skipped)
+        if turn is not None:
+            turns.append(turn)
+    return SessionIn(key=key, turns=tuple(turns), started_at=conv_ts, source=f"messages:{path.name}")
+
+
+def _message(msg: Any, path: Path, where: str, native: str, skipped: Counter[str]) -> TurnIn | None:
+    if not isinstance(msg, dict):
+        raise InputError(f"a message should be an object, got {type(msg).__name__}", path=str(path), where=where)
+    role = msg.get("role")
+    if not isinstance(role, str) or not role:
+        raise InputError("message without a string 'role'", path=str(path), where=where)
+    if role in SKIP_ROLES:
+        skipped[SKIP_ROLES[role]] += 1
+        return None
+    content = msg.get("content")
+    if content is None and msg.get("tool_calls"):
+        skipped["tool call"] += 1
+        return None
+    text = _content(content, path, f"{where}.content")
+    if not text:
+        skipped["empty message"] += 1
+        return None
+    name = msg.get("name")
+    ts = timestamp(msg.get("timestamp", msg.get("created_at")), path, f"{where}.timestamp")
+    return TurnIn(
+        text=text,
+        speaker=name if isinstance(name, str) and name.strip() else role,
+        role=role,
+        timestamp=ts,
+        source_id=native,
+    )
+
+
+def _content(content: Any, path: Path, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content.strip()
+    if not isinstance(content, list):
+        raise InputError(
+            f"'content' should be a string or a list of parts, got {type(content).__name__}",
+            path=str(path),
+            where=where,
+        )
+    pieces = []
+    for part in content:
+        if isinstance(part, str):
+            pieces.append(part.strip())
+        elif isinstance(part, dict):
+            kind = part.get("type") if isinstance(part.get("type"), str) else None
+            if kind in TEXT_PARTS and isinstance(part.get("text"), str):
+                pieces.append(str(part["text"]).strip())
+            elif isinstance(kind, str):
+                pieces.append(f"[{kind}]")
+    return "\n".join(p for p in pieces if p).strip()
+
+
+def parse(path: Path) -> Iterator[SessionIn]:
+    return sessions_of(units(path))

@@ -1,0 +1,188 @@
+"""Ingest one file: check it, then write it in batches with a resume point.
+
+``plan`` reads the file once without writing (from the resume point, if there is a
+valid one): it counts the turns for the progress bar and finds bad units, so that a
+bad file is refused before anything of it is stored (with ``skip_bad``, its bad units
+are stepped over instead and reported). ``run`` reads it again and writes whole units,
+about ``batch_turns`` turns per ``Store.write_sessions`` transaction; after each batch
+commits, the point after its last unit is saved in ``ingest_files``. A batch and its
+resume point are two transactions, batch first: an ingest killed between them reads
+that batch again next time and finds its turns already stored (content hashes), so
+nothing is written twice and nothing is lost.
+
+Where to start: an interrupted ingest, or a file that changed but whose bytes before
+the resume point did not (a log that grew), continues from the resume point; anything
+else (a complete file ingested again, an edited file) is read from its start, and turns
+already stored are counted as already present.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localmem.errors import InputError
+from localmem.ingest import detect, state, units
+from localmem.ingest._units import Cursor, merge
+from localmem.records import SessionIn
+from localmem.store import Store
+
+BATCH_TURNS = 256
+
+
+@dataclass
+class Plan:
+    path: Path
+    format: str
+    options: dict[str, Any]
+    start: Cursor
+    stat: state.FileStat
+    skip_bad: bool
+    turns: int = 0
+    units: int = 0
+    bad: dict[int, InputError] = field(default_factory=dict)
+
+    @property
+    def options_key(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+
+
+@dataclass
+class Report:
+    """What an ingest did. ``turns`` = new + already present; ``skipped`` counts the
+    messages a parser leaves out, by reason; ``errors`` the bad units stepped over."""
+
+    file: str
+    format: str
+    sessions: int = 0
+    turns: int = 0
+    new: int = 0
+    already_present: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    resumed_at_unit: int | None = None
+    stopped: bool = False  # asked to stop before the end; the next ingest resumes
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "format": self.format,
+            "sessions": self.sessions,
+            "turns": self.turns,
+            "new": self.new,
+            "already_present": self.already_present,
+            "skipped": dict(self.skipped),
+            "errors": self.errors,
+            "resumed_at_unit": self.resumed_at_unit,
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 2),
+        }
+
+    def line(self) -> str:
+        text = (
+            f"ingested {self.file} ({self.format}): {self.sessions} sessions, {self.turns} turns — "
+            f"{self.new} new, {self.already_present} already present"
+        )
+        if self.skipped:
+            text += ", skipped " + ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
+        if self.errors:
+            text += f", {len(self.errors)} bad units skipped"
+        if self.resumed_at_unit is not None:
+            text += f" (resumed at unit {self.resumed_at_unit})"
+        if self.stopped:
+            text += " (stopped early; the next ingest continues)"
+        return text + f", in {self.seconds:.2f} s"
+
+
+def plan(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = False, **options: Any) -> Plan:
+    if not path.is_file():
+        raise InputError("no such file", path=str(path))
+    name = fmt or detect(path)
+    opts = {k: v for k, v in options.items() if v is not None}
+    st = state.stat(path)
+    p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad)
+    prev = state.get(store.conn, path, name, p.options_key)
+    if prev is not None and (not prev.complete or prev.stat.fingerprint != st.fingerprint):
+        p.start = state.resume_point(prev, path, st) or Cursor()
+    for u in units(path, name, p.start, **opts):
+        p.units += 1
+        if u.error is not None:
+            if not skip_bad:
+                raise u.error
+            p.bad[u.index] = u.error
+        p.turns += u.turns
+    return p
+
+
+def run(
+    store: Store,
+    p: Plan,
+    *,
+    progress: Callable[[int], None] | None = None,
+    batch_turns: int = BATCH_TURNS,
+    should_stop: Callable[[], bool] | None = None,
+) -> Report:
+    """Write the planned file; ``should_stop`` is asked after each batch (a clean stop
+    leaves a resume point, like an interrupted ingest)."""
+    t0 = time.perf_counter()
+    report = Report(file=str(p.path), format=p.format)
+    if p.start.index:
+        report.resumed_at_unit = p.start.index
+    sessions: set[tuple[str, str]] = set()
+    batch: list[SessionIn] = []
+    size = 0
+    after = p.start
+
+    def flush(complete: bool) -> None:
+        nonlocal batch, size
+        if batch:
+            for r in store.write_sessions(merge(batch)):
+                report.new += r.new_turns
+                report.already_present += r.existing_turns
+        state.save(store.conn, p.path, p.format, p.options_key, p.stat, after, complete=complete)
+        if progress and size:
+            progress(size)
+        batch, size = [], 0
+
+    for u in units(p.path, p.format, p.start, **p.options):
+        if u.error is not None:
+            if not p.skip_bad:
+                raise u.error  # the file changed since it was checked
+            report.errors.append({"where": u.where, "error": str(u.error)})
+        report.skipped.update(u.skipped)
+        batch.extend(u.sessions)
+        sessions.update((s.source, s.key) for s in u.sessions)
+        size += u.turns
+        after = u.after
+        if size >= batch_turns:
+            flush(complete=False)
+            if should_stop is not None and should_stop():
+                report.stopped = True
+                break
+    else:
+        flush(complete=True)
+    report.sessions = len(sessions)
+    report.turns = report.new + report.already_present
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def ingest_file(
+    store: Store,
+    path: Path,
+    fmt: str | None = None,
+    *,
+    skip_bad: bool = False,
+    progress: Callable[[int], None] | None = None,
+    batch_turns: int = BATCH_TURNS,
+    should_stop: Callable[[], bool] | None = None,
+    **options: Any,
+) -> Report:
+    """Check and write one file; see the module docstring."""
+    p = plan(store, path, fmt, skip_bad=skip_bad, **options)
+    return run(store, p, progress=progress, batch_turns=batch_turns, should_stop=should_stop)
