@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -52,17 +51,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
+    from localmem.ingest import FORMATS
+
     c = sub.add_parser(
         "ingest",
-        help="ingest a chat log or benchmark file",
-        description="Ingest a chat log. Re-ingesting writes nothing new.",
+        help="ingest a chat log, a chat export or a benchmark file",
+        description="Ingest a chat log (format detected). Re-ingesting writes nothing new; a grown log writes "
+        "only what is new; an interrupted ingest continues where it stopped.",
     )
     c.add_argument("file", type=Path, help="the file to ingest")
-    c.add_argument("--format", choices=["locomo", "longmemeval", "jsonl"], help="file format (default: detect)")
+    c.add_argument("--format", choices=list(FORMATS), help="file format (default: detect)")
     c.add_argument("--question", help="LongMemEval: ingest only this question's haystack")
     c.add_argument("--sample", help="LoCoMo: ingest only this sample_id")
-    c.add_argument("--json", action="store_true", help="print a JSON summary")
+    c.add_argument(
+        "--skip-bad", action="store_true", help="step over bad conversations/lines and report them, instead of refusing"
+    )
+    c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress bar)")
     c.set_defaults(func=cmd_ingest)
+
+    c = sub.add_parser(
+        "watch",
+        help="ingest new and changed chat logs in a folder as they appear",
+        description="Watch a folder: ingest files once they stop changing, catch up on start with files changed "
+        "meanwhile. Renames are not ingested again; deleting a file keeps its memories. Stop with Ctrl-C.",
+    )
+    c.add_argument("dir", type=Path, help="the folder to watch")
+    c.add_argument("--recursive", action="store_true", help="watch sub-folders too")
+    c.add_argument(
+        "--settle", type=float, default=2.0, help="seconds a file must stay unchanged before it is read (default 2)"
+    )
+    c.add_argument("--json", action="store_true", help="print one JSON object per event on stdout")
+    c.set_defaults(func=cmd_watch)
 
     c = sub.add_parser(
         "query",
@@ -119,49 +138,40 @@ def _print_json(obj: Any) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.ingest import detect, load
+    from localmem.ingest import detect, runner
 
     if not args.file.is_file():
         raise InputError("no such file", path=str(args.file))
-    fmt = args.format or detect(args.file)
-    opts: dict[str, Any] = {}
-    if args.question:
-        opts["question"] = args.question
-    if args.sample:
-        opts["sample"] = args.sample
-    t0 = time.perf_counter()
-    sessions = load(args.file, fmt, **opts)
-    total = sum(len(s.turns) for s in sessions)
-    new = existing = 0
-    with _open(settings) as store, Progress("ingest", total, unit="turns", quiet=args.json) as bar:
-        batch: list[Any] = []
-        size = 0
-        for s in [*sessions, None]:
-            if s is not None:
-                batch.append(s)
-                size += len(s.turns)
-            if batch and (s is None or size >= 256):
-                for r in store.write_sessions(batch):
-                    new += r.new_turns
-                    existing += r.existing_turns
-                bar.advance(size)
-                batch, size = [], 0
-    summary = {
-        "file": str(args.file),
-        "format": fmt,
-        "sessions": len(sessions),
-        "turns": total,
-        "new": new,
-        "already_present": existing,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
+    fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
+    opts = {"question": args.question, "sample": args.sample}
+    with _open(settings) as store:
+        plan = runner.plan(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
+        with Progress("ingest", plan.turns, unit="turns", quiet=args.json) as bar:
+            report = runner.run(store, plan, progress=bar.advance)
     if args.json:
-        _print_json(summary)
+        _print_json(report.to_dict())
     else:
-        print(
-            f"ingested {args.file} ({fmt}): {summary['sessions']} sessions, {total} turns — "
-            f"{new} new, {existing} already present, in {summary['seconds']} s"
-        )
+        print(report.line())
+        for err in report.errors:
+            print(f"  skipped bad unit: {err['error']}", file=sys.stderr)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.ingest.watch import Watcher, stop_on_signals
+
+    def show(event: dict[str, Any]) -> None:
+        if args.json:
+            _print_json(event)
+            sys.stdout.flush()
+        else:
+            print(f"localmem watch: {event['message']}", file=sys.stderr)
+
+    with _open(settings) as store:
+        watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
+        # The enrichment worker (the job queue's issue) belongs here: pass its loop as
+        # Watcher.run(worker=...) so it runs alongside and stops with the watcher.
+        watcher.run(stop_on_signals())
     return 0
 
 

@@ -1,0 +1,241 @@
+"""Watch a folder and ingest chat logs as they appear (``localmem watch DIR``).
+
+The watchdog observer's thread only notes which paths changed; the thread that calls
+``Watcher.run`` owns the store and does all reading and writing. A file is read once it
+has had no event for ``settle`` seconds and its size and mtime still match what the
+last event saw, so a file being copied is not read half-way. Renames and moves update
+the ingest bookkeeping instead of ingesting again (also for moves made while the
+watcher was not running: content already ingested under a path that no longer exists
+is recognised by its fingerprint). Deleting a file keeps its memories. Hidden files,
+temporary files (``.tmp``, ``.part``, ``.crdownload``, ``~``, ...) and files that are
+not ``.json``, ``.jsonl``, ``.ndjson``, ``.md``, ``.markdown`` or ``.txt`` are ignored.
+A bad file is reported and skipped until it changes again. On start, files that
+changed while the watcher was not running are caught up. ``run`` returns cleanly when
+``stop`` is set (``stop_on_signals`` sets it on SIGINT/SIGTERM), after the batch in
+progress is stored.
+
+Hook: ``run(stop, worker=...)`` runs the enrichment worker's loop in a thread alongside
+and stops it with the watcher. There is no such worker yet (it comes with the job
+queue); the CLI passes none.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from localmem.errors import InputError, LocalmemError
+from localmem.ingest import runner, state
+from localmem.store import Store
+
+EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
+TEMP_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp", ".swx", ".bak", "~")
+
+Event = dict[str, Any]
+Signature = tuple[int, int] | None  # (size, mtime_ns); None when the file is gone
+
+
+def eligible(path: Path, root: Path) -> bool:
+    """Whether the watcher reads ``path``: a chat-log extension, not hidden, not temporary."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    if any(part.startswith((".", "~$", "#")) for part in rel.parts):
+        return False
+    name = path.name.lower()
+    return not name.endswith(TEMP_SUFFIXES) and path.suffix.lower() in EXTENSIONS
+
+
+def signature(path: Path) -> Signature:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        src = Path(os.fsdecode(event.src_path))
+        if event.event_type == "moved":
+            dest = Path(os.fsdecode(event.dest_path))
+            if event.is_directory:
+                self.watcher.note_dir_move(src, dest)
+            else:
+                self.watcher.note_move(src, dest)
+        elif event.is_directory:
+            return
+        elif event.event_type in ("created", "modified", "closed"):
+            self.watcher.note_change(src)
+        elif event.event_type == "deleted":
+            self.watcher.note_gone(src)
+
+
+class Watcher:
+    def __init__(
+        self,
+        store: Store,
+        root: Path,
+        *,
+        recursive: bool = False,
+        settle: float = 2.0,
+        poll: float = 0.2,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.root = root.expanduser().resolve()
+        if not self.root.is_dir():
+            raise InputError("not a folder", path=str(root))
+        self.store = store
+        self.recursive = recursive
+        self.settle = settle
+        self.poll = poll
+        self.on_event = on_event or (lambda e: None)
+        self._lock = threading.Lock()
+        self._pending: dict[Path, tuple[float, Signature]] = {}  # path -> (last event, its signature)
+        self._moves: list[tuple[Path, Path]] = []
+        self._failed: dict[Path, Signature] = {}  # bad files, and the state they were bad in
+        self._stop: threading.Event | None = None
+
+    # -- called from the observer thread ----------------------------------------------
+
+    def note_change(self, path: Path) -> None:
+        if eligible(path, self.root):
+            with self._lock:
+                self._pending[path] = (time.monotonic(), signature(path))
+
+    def note_gone(self, path: Path) -> None:
+        with self._lock:
+            self._pending.pop(path, None)
+
+    def note_move(self, src: Path, dest: Path) -> None:
+        with self._lock:
+            self._moves.append((src, dest))
+
+    def note_dir_move(self, src: Path, dest: Path) -> None:
+        files = [p for p in dest.rglob("*") if p.is_file()] if dest.is_dir() else []
+        with self._lock:
+            self._moves.extend((src / p.relative_to(dest), p) for p in files)
+
+    # -- the owning thread ------------------------------------------------------------
+
+    def run(self, stop: threading.Event, worker: Callable[[threading.Event], None] | None = None) -> None:
+        """Watch until ``stop`` is set. ``worker``: the enrichment worker's loop, run in
+        its own thread (with its own store connection) until ``stop`` is set."""
+        self._stop = stop
+        observer = Observer()
+        observer.schedule(_Handler(self), str(self.root), recursive=self.recursive)
+        observer.start()  # before the catch-up, so nothing changed meanwhile is missed
+        helper = threading.Thread(target=worker, args=(stop,), name="localmem-worker") if worker else None
+        if helper:
+            helper.start()
+        self._emit("started", self.root, f"watching {self.root}" + (" (recursive)" if self.recursive else ""))
+        try:
+            self.catch_up()
+            while not stop.is_set():
+                self.step()
+                stop.wait(self.poll)
+        finally:
+            observer.stop()
+            observer.join(timeout=10)
+            if helper:
+                helper.join()
+            self._emit("stopped", self.root, "stopped")
+
+    def catch_up(self) -> None:
+        """Queue every file that changed since it was last ingested (or never was)."""
+        files = self.root.rglob("*") if self.recursive else self.root.iterdir()
+        due = time.monotonic() - self.settle
+        for path in sorted(files):
+            if not path.is_file() or not eligible(path, self.root):
+                continue
+            sig = signature(path)
+            if sig is not None and self._unchanged(path, sig):
+                continue
+            with self._lock:
+                self._pending.setdefault(path, (due, sig))
+
+    def step(self) -> None:
+        """Apply the moves seen, then ingest the files that have settled."""
+        with self._lock:
+            moves, self._moves = self._moves, []
+        for src, dest in moves:
+            self._move(src, dest)
+        now = time.monotonic()
+        with self._lock:
+            due = sorted((p, t, sig) for p, (t, sig) in self._pending.items() if now - t >= self.settle)
+        for path, t, sig in due:
+            if self._stop is not None and self._stop.is_set():
+                return
+            current = signature(path)
+            with self._lock:
+                if self._pending.get(path) != (t, sig):
+                    continue  # a newer event came in meanwhile
+                if current != sig:  # changed without an event we saw: wait again
+                    self._pending[path] = (now, current)
+                    continue
+                del self._pending[path]
+            if current is None or self._failed.get(path) == current:
+                continue
+            self._ingest(path, current)
+
+    def _unchanged(self, path: Path, sig: tuple[int, int]) -> bool:
+        return any(r.complete and (r.stat.size, r.stat.mtime_ns) == sig for r in state.for_path(self.store.conn, path))
+
+    def _move(self, src: Path, dest: Path) -> None:
+        with self._lock:
+            was_pending = self._pending.pop(src, None) is not None
+        self._failed.pop(src, None)
+        inside = eligible(dest, self.root)
+        moved = state.move(self.store.conn, str(src), dest) if inside else 0
+        if moved:
+            self._emit("moved", dest, f"{src} renamed to {dest}: already ingested, not read again")
+        if inside and (was_pending or (not moved and not self._unchanged(dest, signature(dest) or (-1, -1)))):
+            self.note_change(dest)  # new under this name, or still changing when renamed
+
+    def _ingest(self, path: Path, sig: tuple[int, int]) -> None:
+        conn = self.store.conn
+        try:
+            if self._unchanged(path, sig):
+                return
+            fp = state.stat(path)
+            if not state.for_path(conn, path):
+                for row in state.with_fingerprint(conn, fp):
+                    if not Path(row.path).exists():  # moved while we were not watching
+                        state.move(conn, row.path, path)
+                        self._emit("moved", path, f"{row.path} moved to {path}: already ingested, not read again")
+                        return
+            stop = self._stop
+            report = runner.ingest_file(self.store, path, should_stop=stop.is_set if stop else None)
+        except LocalmemError as exc:
+            self._failed[path] = sig
+            self._emit("error", path, f"skipped {path}: {exc}", error=str(exc))
+            return
+        self._emit("ingested", path, report.line(), report=report.to_dict())
+
+    def _emit(self, kind: str, path: Path, message: str, **extra: Any) -> None:
+        self.on_event({"event": kind, "path": str(path), "message": message, **extra})
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM (call from the main thread)."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return stop
