@@ -25,11 +25,11 @@ APP = "localmem"
 class RetrievalParams:
     """Knobs of the model-free read path (see localmem/reconstruct.py)."""
 
-    temporal_window: int = 2  # w: temporal edges to the w previous turns of a session
+    temporal_window: int = 2  # w: temporal edges / neighbours within w turns of a session
     semantic_k: int = 3  # k: each cue's k nearest cues become semantic edges
-    candidates: int = 60  # top-m per ranked list (turn/cue x dense/lexical)
+    semantic_seeds: int = 0  # expand over semantic edges of this many best anchors
+    candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
     rrf_k: float = 60.0
-    expand_neighbours: bool = True
 
 
 @dataclass(frozen=True)

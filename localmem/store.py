@@ -32,7 +32,7 @@ from localmem.errors import EmbedderMismatch, InputError
 from localmem.linking import link_semantic
 from localmem.records import Context, SessionIn, TurnIn, WriteResult
 from localmem.text import count_words, display_time, parse_time, sentence_spans
-from localmem.vectors import VectorMirror
+from localmem.vectors import TurnMirror, VectorMirror
 
 Progress = Callable[[int], None]
 
@@ -88,8 +88,13 @@ class Store:
         """The in-memory, synced mirror of the ``cue`` or ``turn`` vectors."""
         m = self._mirrors.get(table)
         if m is None or m.dim != self.embedder.dim:
-            m = self._mirrors[table] = VectorMirror(table, self.embedder.dim)
+            m = self._mirrors[table] = TurnMirror(self.embedder.dim) if table == "turn" else VectorMirror(table, self.embedder.dim)
         m.sync(self.conn)
+        return m
+
+    def turn_mirror(self) -> TurnMirror:
+        m = self.mirror("turn")
+        assert isinstance(m, TurnMirror)
         return m
 
     @property

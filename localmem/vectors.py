@@ -24,7 +24,8 @@ _TABLES = {
     ),
     "turn": (
         "SELECT count(*), coalesce(max(id), 0) FROM turns",
-        "SELECT t.id, t.id, v.embedding FROM turns t JOIN turn_vec v ON v.turn_id = t.id WHERE t.id > ? ORDER BY t.id",
+        "SELECT t.id, t.id, v.embedding, t.session_id, t.ord, t.words, t.speaker, coalesce(t.ts, '') "
+        "FROM turns t JOIN turn_vec v ON v.turn_id = t.id WHERE t.id > ? ORDER BY t.id",
     ),
 }
 
@@ -52,11 +53,65 @@ class VectorMirror:
             self.turns = np.concatenate([self.turns, np.array([r[1] for r in rows], dtype=np.int64)])
             vecs = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
             self.mat = np.concatenate([self.mat, vecs])
+            self._append_extra(rows)
 
     def clear(self) -> None:
         self.ids = self.ids[:0]
         self.turns = self.turns[:0]
         self.mat = np.zeros((0, self.dim), dtype=np.float32)
+
+    def _append_extra(self, rows: list[tuple[object, ...]]) -> None:
+        """Hook for mirrors that keep more per-row data than vectors."""
+
+    def index_of(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of row ids in the mirror (ids are kept in ascending order); -1 where absent."""
+        pos = np.searchsorted(self.ids, ids)
+        pos = np.clip(pos, 0, max(len(self.ids) - 1, 0))
+        ok = (len(self.ids) > 0) & (self.ids[pos] == ids) if len(self.ids) else np.zeros(len(ids), dtype=bool)
+        return np.where(ok, pos, -1)
+
+
+class TurnMirror(VectorMirror):
+    """The turn mirror also keeps what reconstruct scores with, per turn: session id,
+    order in session, words of its context line ("Speaker: text"), speaker and time."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__("turn", dim)
+        self.session = np.zeros(0, dtype=np.int64)
+        self.ord = np.zeros(0, dtype=np.int64)
+        self.line_words = np.zeros(0, dtype=np.int64)
+        self.speaker: list[str] = []
+        self.ts = np.zeros(0, dtype="U19")
+        self._slot: dict[tuple[int, int], int] = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.session = self.session[:0]
+        self.ord = self.ord[:0]
+        self.line_words = self.line_words[:0]
+        self.speaker = []
+        self.ts = self.ts[:0]
+        self._slot = {}
+
+    def _append_extra(self, rows: list[tuple[object, ...]]) -> None:
+        base = len(self.speaker)
+        self.session = np.concatenate([self.session, np.array([r[3] for r in rows], dtype=np.int64)])
+        self.ord = np.concatenate([self.ord, np.array([r[4] for r in rows], dtype=np.int64)])
+        speakers = [str(r[6]) for r in rows]
+        # "Speaker: text" adds the speaker's words to the turn's own.
+        self.line_words = np.concatenate(
+            [self.line_words, np.array([int(r[5]) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)])]
+        )
+        self.speaker.extend(speakers)
+        self.ts = np.concatenate([self.ts, np.array([str(r[7]) for r in rows], dtype="U19")])
+        for i, r in enumerate(rows):
+            self._slot[(int(r[3]), int(r[4]))] = base + i  # type: ignore[call-overload]
+
+    def neighbour(self, pos: np.ndarray, offset: int) -> np.ndarray:
+        """Mirror position of the same-session turn ``offset`` places away, or -1."""
+        return np.array(
+            [self._slot.get((int(self.session[p]), int(self.ord[p]) + offset), -1) for p in pos], dtype=np.int64
+        )
 
     def top(self, qvec: np.ndarray, k: int) -> list[tuple[int, int, float]]:
         """The k rows most similar to ``qvec``, best first: (row id, turn id, cosine)."""

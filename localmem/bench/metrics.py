@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from localmem import search
-from localmem.reconstruct import Candidate, pack, render
+import numpy as np
+
+from localmem.reconstruct import Candidate, pack, render, rrf, visible_mask
 from localmem.records import Context
 from localmem.search import Filter
 from localmem.store import Store
@@ -100,32 +102,38 @@ def _context(store: Store, query: str, ranked: list[tuple[int, float]], budget: 
     return Context(query, text, tokens_for_words(count_words(text)), budget, turns)
 
 
-def _all_turns(store: Store) -> int:
-    return int(store.conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+def _ranked_turns(store: Store, query: str, as_of: str | None, lexical: bool, dense: bool) -> list[tuple[int, float]]:
+    """Every visible turn ranked by bm25, by cosine, or by RRF of both."""
+    tm = store.turn_mirror()
+    visible = visible_mask(store, tm, Filter(as_of=as_of))
+    lists: list[list[tuple[int, float]]] = []
+    if lexical:
+
+        def keep(ids: np.ndarray) -> np.ndarray:
+            pos = tm.index_of(ids)
+            return (pos >= 0) & visible[np.maximum(pos, 0)]
+
+        lists.append(search.lexical(store.conn, "turns_fts", query, len(tm.ids), keep))
+    if dense:
+        sims = np.where(visible, tm.mat @ store.embedder.embed([query])[0], -np.inf)
+        order = np.argsort(-sims, kind="stable")
+        lists.append([(int(tm.ids[i]), float(sims[i])) for i in order if np.isfinite(sims[i])])
+    if len(lists) == 1:
+        return lists[0]
+    fused = rrf(lists, 60.0)
+    return sorted(fused.items(), key=lambda kv: -kv[1])
 
 
 def bm25(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
-    flt = Filter(as_of=as_of)
-    return _context(store, query, search.lexical_turns(store.conn, query, _all_turns(store), flt), budget)
+    return _context(store, query, _ranked_turns(store, query, as_of, True, False), budget)
 
 
 def dense(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
-    qv = store.embedder.embed([query])[0]
-    return _context(
-        store, query, search.dense(store.conn, store.mirror("turn"), qv, _all_turns(store), Filter(as_of=as_of)), budget
-    )
+    return _context(store, query, _ranked_turns(store, query, as_of, False, True), budget)
 
 
 def hybrid(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
-    from localmem.reconstruct import rrf
-
-    qv = store.embedder.embed([query])[0]
-    n = _all_turns(store)
-    flt = Filter(as_of=as_of)
-    fused = rrf(
-        [search.lexical_turns(store.conn, query, n, flt), search.dense(store.conn, store.mirror("turn"), qv, n, flt)], 60.0
-    )
-    return _context(store, query, sorted(fused.items(), key=lambda kv: -kv[1]), budget)
+    return _context(store, query, _ranked_turns(store, query, as_of, True, True), budget)
 
 
 def recent(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:

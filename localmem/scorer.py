@@ -1,0 +1,67 @@
+"""CuePack scoring: the features of a candidate turn and the learned weights that turn
+them into the probability that the turn is evidence for the query. Pure functions.
+
+Features (all per candidate turn t of the pool; "lists" are the four ranked lists of
+reconstruct: turn bm25, turn cosine, cue cosine, cue bm25):
+  bm_n    turn bm25 / best turn bm25
+  de_rel  cos(query, turn) - best turn cosine
+  cd_rel  best cos(query, cue of t) - best cue cosine
+  cb_n    best bm25 of a cue of t / best cue bm25
+  spk     1 if the query names exactly one speaker (first name, whole word) and t is theirs
+  nb1     best fused list score (RRF, normalised to the best) of t's same-session neighbours at +-1
+  nb2     the same at +-2
+  sess    best fused list score among pool turns of t's session
+  logw    ln(words of t's context line)
+
+The weights are an L2-regularised logistic regression fitted on the LoCoMo dev
+conversations, one row per pool candidate, each row weighted 1 / (evidence turns of its
+question in the pool) to match the mean-of-fractions metric. Leave-one-conversation-out
+validation gave the same recall as the in-sample fit (README, Benchmarks), so these ten
+numbers generalise across conversations rather than encode questions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+FEATURES = ("bm_n", "de_rel", "cd_rel", "cb_n", "spk", "nb1", "nb2", "sess", "logw")
+
+
+@dataclass(frozen=True)
+class Weights:
+    coef: tuple[float, ...] = (1.822, 4.336, 5.677, 1.627, 1.158, 1.636, 0.648, 2.626, 0.665)
+    intercept: float = -10.096
+
+    def probability(self, feats: np.ndarray) -> np.ndarray:
+        z = feats @ np.asarray(self.coef, dtype=np.float64) + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+DEFAULT_WEIGHTS = Weights()
+
+
+def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
+    """The one speaker whose first name the query mentions as a whole word, else None."""
+    q = query.lower()
+    hits = []
+    for s in speakers:
+        first = s.lower().split()[0] if s.strip() else ""
+        if first and re.search(r"\b" + re.escape(first) + r"\b", q):
+            hits.append(s)
+    return hits[0] if len(hits) == 1 else None
+
+
+def value_order(prob: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """Candidate order for packing: expected evidence per word, best first; ties keep
+    the given (chronological) order."""
+    return np.argsort(-(prob / np.maximum(words, 1)), kind="stable")
+
+
+def log_words(words: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(words, 1).astype(np.float64))
+
+
