@@ -33,10 +33,11 @@ from localmem.errors import ModelError
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 # Texts are sorted by token count and cut into batches of at most BATCH_SIZE rows and
-# at most BATCH_TOKENS padded tokens (rows * longest row); measured on 2 cores with
-# LoCoMo chat turns, see /work/scratch/embed/measure.py.
+# at most BATCH_TOKENS padded tokens (rows * longest row). Measured with LoCoMo chat
+# turns on 2 Zen4 cores: batches past ~2k tokens get slower (activations leave L2),
+# batches of 8-32 rows / 1-2k tokens are fastest.
 BATCH_SIZE = 32
-BATCH_TOKENS = 4096
+BATCH_TOKENS = 1024
 
 Span = tuple[int, int]
 
@@ -54,7 +55,8 @@ class Embedder(Protocol):
 def normalize(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (m / norms).astype(np.float32)
+    out: np.ndarray = (m / norms).astype(np.float32)
+    return out
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, batch_tokens: int) -> list[list[int]]:
@@ -124,6 +126,10 @@ class OnnxMiniLM:
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle worker threads sleep instead of spinning: between calls the host process
+        # (SQLite, Python) needs the cores, and spinning made 2 threads slower than 1
+        # whenever other work shared the machine.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3
         try:
             self._session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])

@@ -32,7 +32,7 @@ from localmem.text import count_words, display_time, parse_time, tokens_for_word
 
 if TYPE_CHECKING:
     from localmem.store import Store
-    from localmem.vectors import TurnMirror
+    from localmem.vectors import TurnMirror, VectorMirror
 
 
 @dataclass
@@ -145,118 +145,133 @@ def reconstruct(
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, why)
 
 
-def _pool(store: Store, query: str, flt: Filter, weights: Weights) -> tuple[list[Candidate], dict[str, int]]:
-    """The scored candidate pool in packing order, and counts for ``Context.stats``."""
-    p = store.params
-    tm = store.turn_mirror()
-    cm = store.mirror("cue")
-    if len(tm.ids) == 0:
-        return [], {"candidates": 0}
-    m = p.candidates
-    qvec = store.embedder.embed([query])[0].astype(np.float32)
-    visible = visible_mask(store, tm, flt)
+@dataclass
+class _Signals:
+    """Per-query scores over every mirror row (invisible rows: -inf or 0)."""
 
+    tsims: np.ndarray  # cosine to each turn
+    best_turn_sim: float
+    csims: np.ndarray  # cosine to each cue
+    best_cue_sim: float
+    bm: np.ndarray  # bm25 of each turn, 0 if no match
+    cbs: np.ndarray  # bm25 of each cue, 0 if no match
+    lists: list[list[int]]  # the four ranked lists, as turn mirror positions
+
+
+def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: int) -> _Signals:
+    cm = store.mirror("cue")
+    qvec = store.embedder.embed([query])[0].astype(np.float32)
     tsims = tm.mat @ qvec
     tsims_v = np.where(visible, tsims, -np.inf)
-    dense_turns = _top(tsims_v, m)
-
     csims = cm.mat @ qvec
     cue_pos = tm.index_of(cm.turns)
     cue_ok = (cue_pos >= 0) & visible[np.maximum(cue_pos, 0)]
     csims_v = np.where(cue_ok, csims, -np.inf)
-    dense_cues = _first_turns(cue_pos[_top(csims_v, m)], m)
-
-    def turn_ok(ids: np.ndarray) -> np.ndarray:
-        pos = tm.index_of(ids)
-        return (pos >= 0) & visible[np.maximum(pos, 0)]
-
-    def cue_kept(ids: np.ndarray) -> np.ndarray:
-        pos = cm.index_of(ids)
-        return (pos >= 0) & cue_ok[np.maximum(pos, 0)]
-
-    lex_turns = search.lexical(store.conn, "turns_fts", query, m, turn_ok)
-    lex_turn_pos = tm.index_of(np.array([t for t, _ in lex_turns], dtype=np.int64))
-    lex_cues = search.lexical(store.conn, "cues_fts", query, m, cue_kept)
-    lex_cue_turns = _first_turns(cue_pos[cm.index_of(np.array([c for c, _ in lex_cues], dtype=np.int64))], m)
-
+    bm = _lexical_array(store, "turns_fts", query, tm, visible)
+    cbs = _lexical_array(store, "cues_fts", query, cm, cue_ok)
     lists = [
-        [(int(i), 0.0) for i in lex_turn_pos],
-        [(int(i), 0.0) for i in dense_turns],
-        [(i, 0.0) for i in dense_cues],
-        [(i, 0.0) for i in lex_cue_turns],
+        [int(i) for i in _top(np.where(bm > 0, bm, -np.inf), m)],
+        [int(i) for i in _top(tsims_v, m)],
+        _first_turns(cue_pos[_top(csims_v, m)], m),
+        _first_turns(cue_pos[_top(np.where(cbs > 0, cbs, -np.inf), m)], m),
     ]
-    fused = rrf(lists, p.rrf_k)
-    best = max(fused.values())
-    anchors = {pos: v / best for pos, v in fused.items()}
+    return _Signals(
+        tsims=tsims,
+        best_turn_sim=float(tsims_v.max()) if visible.any() else 0.0,
+        csims=csims,
+        best_cue_sim=float(csims_v.max()) if cue_ok.any() else 0.0,
+        bm=bm,
+        cbs=cbs,
+        lists=lists,
+    )
 
-    # Expansion: temporal neighbours of every anchor, semantic neighbours of the best.
+
+def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> np.ndarray:
+    ids, scores = search.lexical(store.conn, table, query)
+    out = np.zeros(len(mirror.ids))
+    pos = mirror.index_of(ids)
+    keep = (pos >= 0) & ok[np.maximum(pos, 0)] & (scores > 0)
+    out[pos[keep]] = scores[keep]
+    return out
+
+
+def _expand(
+    store: Store, tm: TurnMirror, anchors: dict[int, float], visible: np.ndarray
+) -> dict[int, tuple[str, str]]:
+    """Pool membership with the reason each turn is in it: anchors, their same-session
+    neighbours within the temporal window, semantic-edge neighbours of the best anchors."""
+    p = store.params
     reason: dict[int, tuple[str, str]] = {pos: ("anchor", "") for pos in anchors}
     apos = np.array(sorted(anchors), dtype=np.int64)
     for d in range(1, p.temporal_window + 1):
         for off in (-d, d):
-            nb = tm.neighbour(apos, off)
-            for a, n in zip(apos, nb, strict=True):
+            for a, n in zip(apos, tm.neighbour(apos, off), strict=True):
                 if n >= 0 and visible[n] and int(n) not in reason:
-                    reason[int(n)] = ("temporal", f"within {d} of turn {int(tm.ids[a])}")
+                    reason[int(n)] = ("temporal", f"{d} turn(s) from turn {int(tm.ids[a])}")
     if p.semantic_seeds > 0:
         seeds = sorted(anchors, key=lambda x: -anchors[x])[: p.semantic_seeds]
-        for a, b, _kind, _w, _r in search.edges_of(store.conn, [int(tm.ids[s]) for s in seeds], ("semantic",)):
-            n = int(tm.index_of(np.array([b]))[0])
-            if n >= 0 and visible[n] and n not in reason:
-                reason[n] = ("semantic", f"semantic edge from turn {a}")
+        edges = search.edges_of(store.conn, [int(tm.ids[s]) for s in seeds], ("semantic",))
+        targets = tm.index_of(np.array([b for _a, b, *_ in edges], dtype=np.int64))
+        for (a, *_rest), n in zip(edges, targets, strict=True):
+            if n >= 0 and visible[n] and int(n) not in reason:
+                reason[int(n)] = ("semantic", f"semantic edge from turn {a}")
+    return reason
 
-    pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
+
+def _features(
+    query: str, tm: TurnMirror, cues: VectorMirror, sig: _Signals, anchors: dict[int, float], pool: np.ndarray
+) -> np.ndarray:
+    """The scorer's feature matrix for the pool (see localmem/scorer.py)."""
     pool_ids = tm.ids[pool]
+    f_bm = sig.bm[pool] / max(float(sig.bm.max()), 1e-9)
+    f_de = sig.tsims[pool] - sig.best_turn_sim
 
-    # Features.
-    lex_t = dict(lex_turns)
-    missing = [int(t) for t in pool_ids if int(t) not in lex_t]
-    lex_t.update(search.lexical_scores_for(store.conn, "turns_fts", query, missing))
-    bmax = max([s for _, s in lex_turns], default=0.0)
-    f_bm = np.array([lex_t.get(int(t), 0.0) for t in pool_ids]) / max(bmax, 1e-9)
-
-    f_de = tsims[pool] - (tsims_v[dense_turns[0]] if len(dense_turns) else 0.0)
-
-    in_pool = np.isin(cm.turns, pool_ids)
-    cue_rows = np.nonzero(in_pool)[0]
-    slot = {int(t): i for i, t in enumerate(pool_ids)}
-    owner = np.array([slot[int(t)] for t in cm.turns[cue_rows]], dtype=np.int64)
-    cd = np.full(len(pool), -1.0)
-    np.maximum.at(cd, owner, csims[cue_rows])
-    top_cue = float(csims_v.max()) if len(csims_v) and np.isfinite(csims_v.max()) else 0.0
-    f_cd = np.where(cd > -1.0, cd - top_cue, -1.0)
-
-    cue_lex = search.lexical_scores_for(store.conn, "cues_fts", query, [int(c) for c in cm.ids[cue_rows]])
+    cue_rows = np.nonzero(np.isin(cues.turns, pool_ids))[0]
+    owner = np.searchsorted(pool_ids, cues.turns[cue_rows])  # pool is sorted, so are its ids
+    cd = np.full(len(pool), -np.inf)
+    np.maximum.at(cd, owner, sig.csims[cue_rows])
+    f_cd = np.where(np.isfinite(cd), cd - sig.best_cue_sim, -1.0)
     cb = np.zeros(len(pool))
-    if cue_lex:
-        vals = np.array([max(cue_lex.get(int(c), 0.0), 0.0) for c in cm.ids[cue_rows]])
-        np.maximum.at(cb, owner, vals)
-    cbmax = max([s for _, s in lex_cues], default=0.0)
-    f_cb = cb / max(cbmax, 1e-9)
+    np.maximum.at(cb, owner, sig.cbs[cue_rows])
+    f_cb = cb / max(float(sig.cbs.max()) if len(sig.cbs) else 0.0, 1e-9)
 
-    names = sorted({tm.speaker[i] for i in pool})
-    who = mentioned_speaker(query, names)
+    who = mentioned_speaker(query, sorted({tm.speaker[i] for i in pool}))
     f_spk = np.array([1.0 if who is not None and tm.speaker[i] == who else 0.0 for i in pool])
 
-    r4 = np.array([anchors.get(int(i), 0.0) for i in pool])
+    r4 = np.zeros(len(tm.ids) + 1)  # last slot stands for "no neighbour"
+    for pos, v in anchors.items():
+        r4[pos] = v
     f_nb = []
     for d in (1, 2):
-        best_nb = np.zeros(len(pool))
+        best = np.zeros(len(pool))
         for off in (-d, d):
-            nb = tm.neighbour(pool, off)
-            best_nb = np.maximum(best_nb, np.array([anchors.get(int(n), 0.0) if n >= 0 else 0.0 for n in nb]))
-        f_nb.append(best_nb)
-    sess_best: dict[int, float] = {}
-    for i, v in zip(pool, r4, strict=True):
-        s = int(tm.session[i])
-        sess_best[s] = max(sess_best.get(s, 0.0), float(v))
-    f_sess = np.array([sess_best[int(tm.session[i])] for i in pool])
+            best = np.maximum(best, r4[tm.neighbour(pool, off)])  # -1 indexes the zero slot
+        f_nb.append(best)
+    sess = tm.session[pool]
+    uniq, inv = np.unique(sess, return_inverse=True)
+    sbest = np.zeros(len(uniq))
+    np.maximum.at(sbest, inv, r4[pool])
     words = tm.line_words[pool]
-    feats = np.stack([f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], f_sess, log_words(words)], axis=1)
-    prob = weights.probability(feats)
+    return np.stack([f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words)], axis=1)
 
-    order = value_order(prob, words)
-    cands = [Candidate(int(pool_ids[j]), float(prob[j]), *reason[int(pool[j])]) for j in order]
+
+def _pool(store: Store, query: str, flt: Filter, weights: Weights) -> tuple[list[Candidate], dict[str, int]]:
+    """The scored candidate pool in packing order, and counts for ``Context.stats``."""
+    tm = store.turn_mirror()
+    if len(tm.ids) == 0:
+        return [], {"candidates": 0}
+    visible = visible_mask(store, tm, flt)
+    sig = _signals(store, tm, query, visible, store.params.candidates)
+    fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
+    if not fused:
+        return [], {"candidates": 0}
+    best = max(fused.values())
+    anchors = {pos: v / best for pos, v in fused.items()}
+    reason = _expand(store, tm, anchors, visible)
+    pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
+    prob = weights.probability(_features(query, tm, store.mirror("cue"), sig, anchors, pool))
+    order = value_order(prob, tm.line_words[pool])
+    cands = [Candidate(int(tm.ids[pool[j]]), float(prob[j]), *reason[int(pool[j])]) for j in order]
     return cands, {"candidates": len(pool), "anchors": len(anchors)}
 
 

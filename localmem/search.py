@@ -2,13 +2,11 @@
 
 Scoring happens in ``localmem/reconstruct.py``; dense rankings come from the in-memory
 mirrors (``localmem/vectors.py``). bm25 scores are returned positive (higher = better).
-A ``keep`` callback filters ranked rows (as_of / scope); rankings fetch further down
-until enough rows pass it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apsw
@@ -27,7 +25,6 @@ STOPWORDS = frozenset(
 )
 
 FTS_TABLES = ("turns_fts", "cues_fts")
-Keep = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -55,46 +52,23 @@ class TurnRow:
     words: int
 
 
-def lexical(conn: apsw.Connection, table: str, query: str, k: int, keep: Keep | None = None) -> list[tuple[int, float]]:
-    """Top-k rows of an FTS table by bm25, best first: (rowid, score)."""
+def lexical(conn: apsw.Connection, table: str, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every row of an FTS table that matches the query, with its bm25: (rowids, scores).
+
+    All matches rather than a top-k: FTS5 scores every match for ``ORDER BY bm25`` anyway
+    (measured: 2.4 ms for all 2.3k matches vs 1.2 ms for the top 30 at 10k turns), and
+    the scorer needs bm25 for pool turns below the top; per-row lookups with
+    ``rowid IN (...)`` re-ran the query per row (86 ms for a 300-turn pool)."""
     if table not in FTS_TABLES:
         raise ValueError(f"not an FTS table: {table}")
     match = fts_query(query, STOPWORDS)
-    if not match or k <= 0:
-        return []
-    limit = k if keep is None else 4 * k
-    while True:
-        rows = conn.execute(
-            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        if keep is None:
-            return [(int(r), float(s)) for r, s in rows]
-        mask = keep(np.array([r[0] for r in rows], dtype=np.int64)) if rows else np.zeros(0, dtype=bool)
-        out = [(int(r), float(s)) for (r, s), ok in zip(rows, mask, strict=True) if ok]
-        if len(out) >= k or len(rows) < limit:
-            return out[:k]
-        limit *= 4
-
-
-def lexical_scores_for(conn: apsw.Connection, table: str, query: str, rowids: Iterable[int]) -> dict[int, float]:
-    """bm25 of the given rows for the query (rows that do not match are absent)."""
-    if table not in FTS_TABLES:
-        raise ValueError(f"not an FTS table: {table}")
-    match = fts_query(query, STOPWORDS)
-    ids = list(rowids)
-    out: dict[int, float] = {}
     if not match:
-        return out
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for r, s in conn.execute(
-            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
-            [match, *chunk],
-        ):
-            out[int(r)] = float(s)
-    return out
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = conn.execute(f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ?", (match,)).fetchall()
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    ids, scores = zip(*rows, strict=True)
+    return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
 def turn_rows(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, TurnRow]:

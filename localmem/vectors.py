@@ -63,6 +63,19 @@ class VectorMirror:
     def _append_extra(self, rows: list[tuple[object, ...]]) -> None:
         """Hook for mirrors that keep more per-row data than vectors."""
 
+    def top(self, qvec: np.ndarray, k: int) -> list[tuple[int, int, float]]:
+        """The k rows most similar to ``qvec``, best first: (row id, turn id, cosine)."""
+        n = len(self.ids)
+        if n == 0 or k <= 0:
+            return []
+        sims = self.mat @ qvec.astype(np.float32)
+        if k < n:
+            idx = np.argpartition(-sims, k - 1)[:k]
+            idx = idx[np.argsort(-sims[idx], kind="stable")]
+        else:
+            idx = np.argsort(-sims, kind="stable")
+        return [(int(self.ids[i]), int(self.turns[i]), float(sims[i])) for i in idx]
+
     def index_of(self, ids: np.ndarray) -> np.ndarray:
         """Positions of row ids in the mirror (ids are kept in ascending order); -1 where absent."""
         pos = np.searchsorted(self.ids, ids)
@@ -82,7 +95,8 @@ class TurnMirror(VectorMirror):
         self.line_words = np.zeros(0, dtype=np.int64)
         self.speaker: list[str] = []
         self.ts = np.zeros(0, dtype="U19")
-        self._slot: dict[tuple[int, int], int] = {}
+        self._order = np.zeros(0, dtype=np.int64)
+        self._rank: np.ndarray | None = None
 
     def clear(self) -> None:
         super().clear()
@@ -91,37 +105,29 @@ class TurnMirror(VectorMirror):
         self.line_words = self.line_words[:0]
         self.speaker = []
         self.ts = self.ts[:0]
-        self._slot = {}
+        self._rank = None
 
     def _append_extra(self, rows: list[tuple[object, ...]]) -> None:
-        base = len(self.speaker)
         self.session = np.concatenate([self.session, np.array([r[3] for r in rows], dtype=np.int64)])
         self.ord = np.concatenate([self.ord, np.array([r[4] for r in rows], dtype=np.int64)])
         speakers = [str(r[6]) for r in rows]
         # "Speaker: text" adds the speaker's words to the turn's own.
         self.line_words = np.concatenate(
-            [self.line_words, np.array([int(r[5]) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)])]
+            [self.line_words, np.array([int(str(r[5])) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)])]
         )
         self.speaker.extend(speakers)
         self.ts = np.concatenate([self.ts, np.array([str(r[7]) for r in rows], dtype="U19")])
-        for i, r in enumerate(rows):
-            self._slot[(int(r[3]), int(r[4]))] = base + i  # type: ignore[call-overload]
+        self._rank = None
 
     def neighbour(self, pos: np.ndarray, offset: int) -> np.ndarray:
-        """Mirror position of the same-session turn ``offset`` places away, or -1."""
-        return np.array(
-            [self._slot.get((int(self.session[p]), int(self.ord[p]) + offset), -1) for p in pos], dtype=np.int64
-        )
-
-    def top(self, qvec: np.ndarray, k: int) -> list[tuple[int, int, float]]:
-        """The k rows most similar to ``qvec``, best first: (row id, turn id, cosine)."""
-        n = len(self.ids)
-        if n == 0 or k <= 0:
-            return []
-        sims = self.mat @ qvec.astype(np.float32)
-        if k < n:
-            idx = np.argpartition(-sims, k - 1)[:k]
-            idx = idx[np.argsort(-sims[idx], kind="stable")]
-        else:
-            idx = np.argsort(-sims, kind="stable")
-        return [(int(self.ids[i]), int(self.turns[i]), float(sims[i])) for i in idx]
+        """Mirror position of the turn ``offset`` places away in the same session
+        (places, not ord values, so gaps left by forget do not break adjacency), or -1."""
+        if self._rank is None:
+            self._order = np.lexsort((self.ord, self.session))
+            self._rank = np.empty(len(self._order), dtype=np.int64)
+            self._rank[self._order] = np.arange(len(self._order))
+        j = self._rank[pos] + offset
+        inside = (j >= 0) & (j < len(self._order))
+        cand = self._order[np.clip(j, 0, max(len(self._order) - 1, 0))]
+        same = inside & (self.session[cand] == self.session[pos])
+        return np.where(same, cand, -1)

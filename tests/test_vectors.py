@@ -57,3 +57,15 @@ def test_top_is_exact_nearest_neighbours(store: Store, garden_sessions: list[Ses
     )
     assert {t for t, _turn, _s in got} <= {i for s, i in brute if s >= brute[2][0] - 1e-6}
     assert m.top(q, 100)[-1][2] == brute[-1][0]
+
+
+def test_neighbours_follow_session_order_across_gaps(store: Store, garden_sessions: list[SessionIn]) -> None:
+    res = store.write_sessions(garden_sessions)
+    s1 = res[0].turn_ids
+    store.forget(turn_ids=[s1[1]])  # leaves a gap in session s1's ord values
+    tm = store.turn_mirror()
+    first = tm.index_of(np.array([s1[0]]))
+    assert tm.ids[tm.neighbour(first, 1)[0]] == s1[2]  # the gap is skipped
+    assert tm.neighbour(first, -1)[0] == -1  # nothing before the first turn
+    last_s1 = tm.index_of(np.array([s1[2]]))
+    assert tm.neighbour(last_s1, 1)[0] == -1  # never crosses into the next session

@@ -108,12 +108,11 @@ def _ranked_turns(store: Store, query: str, as_of: str | None, lexical: bool, de
     visible = visible_mask(store, tm, Filter(as_of=as_of))
     lists: list[list[tuple[int, float]]] = []
     if lexical:
-
-        def keep(ids: np.ndarray) -> np.ndarray:
-            pos = tm.index_of(ids)
-            return (pos >= 0) & visible[np.maximum(pos, 0)]
-
-        lists.append(search.lexical(store.conn, "turns_fts", query, len(tm.ids), keep))
+        ids, scores = search.lexical(store.conn, "turns_fts", query)
+        pos = tm.index_of(ids)
+        ok = (pos >= 0) & visible[np.maximum(pos, 0)]
+        order = np.argsort(-scores, kind="stable")
+        lists.append([(int(ids[i]), float(scores[i])) for i in order if ok[i]])
     if dense:
         sims = np.where(visible, tm.mat @ store.embedder.embed([query])[0], -np.inf)
         order = np.argsort(-sims, kind="stable")
