@@ -36,6 +36,12 @@ class RetrievalParams:
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
     embedder: str = "default"  # "default" or a path to a GGUF embedding model
+    model: str | None = None  # GGUF chat model for enrichment; None: not configured
+    n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0
+    n_ctx: int = 4096  # the generation model's context window (capped at its training size)
+    n_threads: int | None = None  # None: half the CPU cores (llama.cpp spins; oversubscription is slow)
+    extract_batch: int = 6  # turns of one session per extraction call
+    job_attempts: int = 3  # a job that failed this often is parked
     budget_tokens: int = 2000
     max_budget_tokens: int = 32000
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
@@ -66,6 +72,13 @@ def load_settings(**overrides: Any) -> Settings:
         env["db"] = os.environ["LOCALMEM_DB"]
     if os.environ.get("LOCALMEM_EMBEDDER"):
         env["embedder"] = os.environ["LOCALMEM_EMBEDDER"]
+    if os.environ.get("LOCALMEM_MODEL"):
+        env["model"] = os.environ["LOCALMEM_MODEL"]
+    if os.environ.get("LOCALMEM_N_GPU_LAYERS"):
+        try:
+            env["n_gpu_layers"] = int(os.environ["LOCALMEM_N_GPU_LAYERS"])
+        except ValueError:
+            raise ConfigError("LOCALMEM_N_GPU_LAYERS must be an integer") from None
     settings = settings.with_overrides(**env)
     return settings.with_overrides(**overrides)
 

@@ -17,11 +17,17 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import apsw
 import sqlite_vec
 
 from localmem.errors import SchemaError
+
+# apsw's stubs type every result cell as a union of all SQLite types, while our row
+# shapes are fixed by our own SQL; code outside this module sees connections as Any
+# rather than casting cell by cell.
+Conn: TypeAlias = Any
 
 BUSY_TIMEOUT_MS = 10_000
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -57,7 +63,7 @@ def _migrations_dir() -> Traversable:
     return Path(__file__).resolve().parent.parent / "migrations"
 
 
-def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
+def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     target = str(path)
     if target != ":memory:":
@@ -74,12 +80,12 @@ def connect(path: str | Path, *, readonly: bool = False) -> apsw.Connection:
     return conn
 
 
-def user_version(conn: apsw.Connection) -> int:
+def user_version(conn: Conn) -> int:
     row = conn.execute("PRAGMA user_version").fetchone()
     return int(row[0]) if row else 0
 
 
-def migrate(conn: apsw.Connection, available: list[Migration] | None = None) -> list[int]:
+def migrate(conn: Conn, available: list[Migration] | None = None) -> list[int]:
     """Apply pending migrations in order; return the versions applied."""
     todo = migrations() if available is None else available
     newest = todo[-1].version if todo else 0
@@ -107,7 +113,7 @@ def migrate(conn: apsw.Connection, available: list[Migration] | None = None) -> 
 
 
 @contextmanager
-def transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+def transaction(conn: Conn) -> Iterator[Conn]:
     """A write transaction taken up front (BEGIN IMMEDIATE), so lock waits happen at the
     start, under the busy timeout, rather than as a failed upgrade half-way through."""
     conn.execute("BEGIN IMMEDIATE")

@@ -112,20 +112,29 @@ def reconstruct(
 ) -> Context:
     if not query or not query.strip():
         raise InputError("query is empty")
-    if budget_tokens <= 0:
-        raise InputError(f"budget_tokens must be positive, got {budget_tokens}")
-    if budget_tokens > store.settings.max_budget_tokens:
-        raise InputError(f"budget_tokens {budget_tokens} exceeds the cap of {store.settings.max_budget_tokens}")
+    check_budget(store, budget_tokens)
     try:
         flt = Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
     except ValueError as exc:
         raise InputError(f"as_of: {exc}") from exc
-    pool, why = _pool(store, query, flt, weights)
-    if not pool:
+    pool = candidate_pool(store, query, flt)
+    if pool is None:
         return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-    rows = search.turn_rows(store.conn, [c.turn_id for c in pool])
-    chosen = pack(pool, rows, budget_tokens)
-    text, ordered = render(chosen, rows)
+    return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
+
+
+def check_budget(store: Store, budget_tokens: int) -> None:
+    if budget_tokens <= 0:
+        raise InputError(f"budget_tokens must be positive, got {budget_tokens}")
+    if budget_tokens > store.settings.max_budget_tokens:
+        raise InputError(f"budget_tokens {budget_tokens} exceeds the cap of {store.settings.max_budget_tokens}")
+
+
+def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Context:
+    """Pack a scored pool into the budget (best evidence per word first) and render it."""
+    cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in value_order(prob, pool.words)]
+    rows = search.turn_rows(store.conn, [c.turn_id for c in cands])
+    text, ordered = render(pack(cands, rows, budget_tokens), rows)
     evidence = tuple(
         EvidenceTurn(
             turn_id=c.turn_id,
@@ -142,7 +151,8 @@ def reconstruct(
         )
         for c in ordered
     )
-    return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, why)
+    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors}
+    return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)
 
 
 @dataclass
@@ -195,9 +205,7 @@ def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, o
     return out
 
 
-def _expand(
-    store: Store, tm: TurnMirror, anchors: dict[int, float], visible: np.ndarray
-) -> dict[int, tuple[str, str]]:
+def _expand(store: Store, tm: TurnMirror, anchors: dict[int, float], visible: np.ndarray) -> dict[int, tuple[str, str]]:
     """Pool membership with the reason each turn is in it: anchors, their same-session
     neighbours within the temporal window, semantic-edge neighbours of the best anchors."""
     p = store.params
@@ -255,24 +263,33 @@ def _features(
     return np.stack([f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words)], axis=1)
 
 
-def _pool(store: Store, query: str, flt: Filter, weights: Weights) -> tuple[list[Candidate], dict[str, int]]:
-    """The scored candidate pool in packing order, and counts for ``Context.stats``."""
+@dataclass
+class Pool:
+    """The candidate turns of one query with their features (rows follow ``turn_ids``)."""
+
+    turn_ids: np.ndarray
+    feats: np.ndarray
+    words: np.ndarray
+    reasons: list[tuple[str, str]]
+    anchors: int
+
+
+def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
+    """Anchors + expansion + features for a query; None when nothing is visible/matches."""
     tm = store.turn_mirror()
     if len(tm.ids) == 0:
-        return [], {"candidates": 0}
+        return None
     visible = visible_mask(store, tm, flt)
     sig = _signals(store, tm, query, visible, store.params.candidates)
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
-        return [], {"candidates": 0}
+        return None
     best = max(fused.values())
     anchors = {pos: v / best for pos, v in fused.items()}
     reason = _expand(store, tm, anchors, visible)
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
-    prob = weights.probability(_features(query, tm, store.mirror("cue"), sig, anchors, pool))
-    order = value_order(prob, tm.line_words[pool])
-    cands = [Candidate(int(tm.ids[pool[j]]), float(prob[j]), *reason[int(pool[j])]) for j in order]
-    return cands, {"candidates": len(pool), "anchors": len(anchors)}
+    feats = _features(query, tm, store.mirror("cue"), sig, anchors, pool)
+    return Pool(tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors))
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

@@ -38,7 +38,8 @@ class Weights:
 
     def probability(self, feats: np.ndarray) -> np.ndarray:
         z = feats @ np.asarray(self.coef, dtype=np.float64) + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-z))
+        return out
 
 
 DEFAULT_WEIGHTS = Weights()
@@ -58,10 +59,10 @@ def mentioned_speaker(query: str, speakers: Sequence[str]) -> str | None:
 def value_order(prob: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Candidate order for packing: expected evidence per word, best first; ties keep
     the given (chronological) order."""
-    return np.argsort(-(prob / np.maximum(words, 1)), kind="stable")
+    order: np.ndarray = np.argsort(-(prob / np.maximum(words, 1)), kind="stable")
+    return order
 
 
 def log_words(words: np.ndarray) -> np.ndarray:
-    return np.log(np.maximum(words, 1).astype(np.float64))
-
-
+    out: np.ndarray = np.log(np.maximum(words, 1).astype(np.float64))
+    return out

@@ -9,19 +9,124 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import apsw
 import numpy as np
 
+from localmem.db import Conn
 from localmem.text import fts_query
 
 # Words too common in questions to say anything about which turn answers them; dropping
 # them also keeps FTS5 from scoring nearly every row for every question.
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with about from into as is are was were be been
-    being am do does did done have has had having i me my we our you your he him his she her they them
-    their it its this that these those what which who whom whose when where why how there here than
-    then so not no yes can could would should will shall may might must just also very too any some
-    all each both more most other such only own same s t don doesn didn ve ll re d m""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "from",
+        "into",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "having",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "they",
+        "them",
+        "their",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "there",
+        "here",
+        "than",
+        "then",
+        "so",
+        "not",
+        "no",
+        "yes",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "just",
+        "also",
+        "very",
+        "too",
+        "any",
+        "some",
+        "all",
+        "each",
+        "both",
+        "more",
+        "most",
+        "other",
+        "such",
+        "only",
+        "own",
+        "same",
+        "s",
+        "t",
+        "don",
+        "doesn",
+        "didn",
+        "ve",
+        "ll",
+        "re",
+        "d",
+        "m",
+    ]
 )
 
 FTS_TABLES = ("turns_fts", "cues_fts")
@@ -52,7 +157,7 @@ class TurnRow:
     words: int
 
 
-def lexical(conn: apsw.Connection, table: str, query: str) -> tuple[np.ndarray, np.ndarray]:
+def lexical(conn: Conn, table: str, query: str) -> tuple[np.ndarray, np.ndarray]:
     """Every row of an FTS table that matches the query, with its bm25: (rowids, scores).
 
     All matches rather than a top-k: FTS5 scores every match for ``ORDER BY bm25`` anyway
@@ -71,7 +176,7 @@ def lexical(conn: apsw.Connection, table: str, query: str) -> tuple[np.ndarray, 
     return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
-def turn_rows(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, TurnRow]:
+def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:
     ids = list(set(ids))
     out: dict[int, TurnRow] = {}
     for start in range(0, len(ids), 500):
@@ -86,14 +191,12 @@ def turn_rows(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, TurnRow]:
     return out
 
 
-def scope_sessions(conn: apsw.Connection, scope: str) -> list[int]:
+def scope_sessions(conn: Conn, scope: str) -> list[int]:
     """Session ids a scope names: every session of that source, or sessions with that key."""
     return [int(r[0]) for r in conn.execute("SELECT id FROM sessions WHERE source = ? OR key = ?", (scope, scope))]
 
 
-def edges_of(
-    conn: apsw.Connection, ids: Iterable[int], kinds: tuple[str, ...]
-) -> list[tuple[int, int, str, float, str]]:
+def edges_of(conn: Conn, ids: Iterable[int], kinds: tuple[str, ...]) -> list[tuple[int, int, str, float, str]]:
     """Edges touching ``ids`` in either direction: (seed, other, kind, weight, reason)."""
     ids = list(ids)
     if not ids:

@@ -88,7 +88,9 @@ class Store:
         """The in-memory, synced mirror of the ``cue`` or ``turn`` vectors."""
         m = self._mirrors.get(table)
         if m is None or m.dim != self.embedder.dim:
-            m = self._mirrors[table] = TurnMirror(self.embedder.dim) if table == "turn" else VectorMirror(table, self.embedder.dim)
+            m = self._mirrors[table] = (
+                TurnMirror(self.embedder.dim) if table == "turn" else VectorMirror(table, self.embedder.dim)
+            )
         m.sync(self.conn)
         return m
 

@@ -91,18 +91,18 @@ def parse_time(value: str | float | int) -> str:
         return datetime.fromtimestamp(float(value), tz=UTC).replace(tzinfo=None).isoformat(timespec="seconds")
     raw = str(value).strip()
     text = _WEEKDAY.sub(" ", raw).strip()
+    dt: datetime | None = None
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        dt = None
         for fmt in _TIME_FORMATS:
             try:
                 dt = datetime.strptime(text, fmt)
                 break
             except ValueError:
                 continue
-        if dt is None:
-            raise ValueError(f"unrecognised date/time {raw!r}") from None
+    if dt is None:
+        raise ValueError(f"unrecognised date/time {raw!r}")
     if dt.tzinfo is not None:
         dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt.isoformat(timespec="seconds")

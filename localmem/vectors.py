@@ -13,8 +13,9 @@ by another process out of order), so several processes on one file stay correct.
 
 from __future__ import annotations
 
-import apsw
 import numpy as np
+
+from localmem.db import Conn
 
 # (count/max query, load query): each load row is (row id, turn id, vector blob).
 _TABLES = {
@@ -38,7 +39,7 @@ class VectorMirror:
         self.turns = np.zeros(0, dtype=np.int64)
         self.mat = np.zeros((0, dim), dtype=np.float32)
 
-    def sync(self, conn: apsw.Connection) -> None:
+    def sync(self, conn: Conn) -> None:
         head, load = _TABLES[self.table]
         count, max_id = conn.execute(head).fetchone()
         have_max = int(self.ids[-1]) if len(self.ids) else 0
@@ -113,7 +114,10 @@ class TurnMirror(VectorMirror):
         speakers = [str(r[6]) for r in rows]
         # "Speaker: text" adds the speaker's words to the turn's own.
         self.line_words = np.concatenate(
-            [self.line_words, np.array([int(str(r[5])) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)])]
+            [
+                self.line_words,
+                np.array([int(str(r[5])) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)]),
+            ]
         )
         self.speaker.extend(speakers)
         self.ts = np.concatenate([self.ts, np.array([str(r[7]) for r in rows], dtype="U19")])

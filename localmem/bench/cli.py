@@ -33,6 +33,14 @@ def add_bench_parser(sub: Any) -> None:
         c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
         c.set_defaults(func=_run, bench=name)
 
+    c = bsub.add_parser("fit", help="refit the reconstruct scorer; leave-one-conversation-out recall (LoCoMo JSON)")
+    c.add_argument("--data", type=Path, required=True, help="LoCoMo JSON with two or more conversations")
+    c.add_argument("--budgets", default="500,1000,2000,4000", help="comma-separated token budgets")
+    c.add_argument("--limit", type=int, help="only the first N conversations")
+    c.add_argument("--workdir", type=Path, help="keep the per-conversation stores here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run, bench="fit")
+
     c = bsub.add_parser("latency", help="reconstruct p50/p95 and ingest turns/s on synthetic stores")
     c.add_argument("--turns", default="10000", help="comma-separated store sizes (default 10000)")
     c.add_argument("--queries", type=int, default=100, help="queries per size (default 100)")
@@ -52,7 +60,7 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.bench import latency, locomo, longmemeval
+    from localmem.bench import fit, latency, locomo, longmemeval
     from localmem.bench.metrics import METHODS
     from localmem.models import default_embedder
 
@@ -67,6 +75,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.bench == "latency":
         result = latency.run(_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log)
         print(latency.table(result))
+    elif args.bench == "fit":
+        if not args.data.is_file():
+            raise InputError("no such file", path=str(args.data))
+        result = fit.run(args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log)
+        print(fit.table(result))
     else:
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))

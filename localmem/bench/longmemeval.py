@@ -61,9 +61,9 @@ def run(
                 ranked = METHODS[m](store, item["question"], settings.max_budget_tokens, as_of)
                 by_score = sorted(ranked.turns, key=lambda t: -t.score)
                 top: list[str] = []
-                for t in by_score:
-                    if t.session not in top:
-                        top.append(t.session)
+                for ev in by_score:
+                    if ev.session not in top:
+                        top.append(ev.session)
                 hit = len(answer_sessions & set(top[:5])) / len(answer_sessions) if answer_sessions else 0.0
                 sess5[m].add(qtype, hit)
         finally:

@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from localmem import search
 import numpy as np
 
+from localmem import search
 from localmem.reconstruct import Candidate, pack, render, rrf, visible_mask
 from localmem.records import Context
 from localmem.search import Filter
