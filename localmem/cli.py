@@ -98,11 +98,36 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print JSON (text, tokens, turns with reasons)")
     c.set_defaults(func=cmd_query)
 
+    for name, helptext, desc in (
+        (
+            "worker",
+            "run the enrichment worker in the foreground",
+            "Claim queued turns and enrich them with the local model (cues, tags, facts, memory type) until "
+            "stopped with Ctrl-C. A killed worker loses nothing: its claimed turns are picked up again.",
+        ),
+        (
+            "enrich",
+            "enrich every queued turn now, then exit",
+            "Process every pending enrichment job with the local model, with a progress line (turns/s, ETA); "
+            "turns stored before the queue existed are queued first.",
+        ),
+    ):
+        c = sub.add_parser(name, help=helptext, description=desc)
+        c.add_argument("--model", help="GGUF chat model (default: $LOCALMEM_MODEL, the config file, else SmolLM2)")
+        c.add_argument("--batch", type=int, help="turns of one session per model call (default 6)")
+        if name == "worker":
+            c.add_argument("--once", action="store_true", help="process one batch of jobs, then exit")
+        else:
+            c.add_argument("--retry-parked", action="store_true", help="give parked jobs new attempts first")
+        c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress bar)")
+        c.set_defaults(func=cmd_worker, mode=name)
+
     c = sub.add_parser("stats", help="what the store holds, layer by layer")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=cmd_stats)
 
     c = sub.add_parser("doctor", help="check the installation, the database and the models")
+    c.add_argument("--model", help="GGUF chat model to check (default: $LOCALMEM_MODEL, the config file, else SmolLM2)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=cmd_doctor)
 
@@ -169,9 +194,59 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
     with _open(settings) as store:
         watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
-        # The enrichment worker (the job queue's issue) belongs here: pass its loop as
-        # Watcher.run(worker=...) so it runs alongside and stops with the watcher.
-        watcher.run(stop_on_signals())
+        watcher.run(stop_on_signals(), worker=_watch_worker(settings))
+    return 0
+
+
+def _watch_worker(settings: Settings) -> Any:
+    """The enrichment loop to run beside the watcher, when a model is configured."""
+    if not settings.model:
+        return None
+    import threading
+
+    from localmem.jobs import run_worker
+    from localmem.llm import generator_for
+
+    gen = generator_for(settings)
+
+    def loop(stop: threading.Event) -> None:
+        with _open(settings) as store:  # its own connection: one per thread
+            run_worker(store, gen, stop=stop)
+
+    return loop
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.enrich import layer_stats
+    from localmem.jobs import counts, enqueue_missing, retry_parked, run_worker
+    from localmem.llm import generator_for
+
+    settings = settings.with_overrides(model=args.model, extract_batch=args.batch)
+    gen = generator_for(settings)
+    with _open(settings) as store:
+        enqueue_missing(store.conn)
+        if getattr(args, "retry_parked", False):
+            retry_parked(store.conn)
+        todo = counts(store.conn)
+        total = todo["pending"] + todo["running"] if args.mode == "enrich" else None
+        if not args.json:
+            print(f"localmem {args.mode}: {gen.model_id}, {todo['pending']} turns queued", file=sys.stderr)
+        with Progress(args.mode, total, unit="turns", quiet=args.json) as bar:
+            if args.mode == "enrich":
+                stats = run_worker(store, gen, until_empty=True, progress=bar.advance)
+            else:
+                from localmem.ingest.watch import stop_on_signals
+
+                stats = run_worker(store, gen, stop=stop_on_signals(), once=args.once, progress=bar.advance)
+        summary = {**stats.to_dict(), "jobs": counts(store.conn), "coverage": layer_stats(store)["enriched_pct"]}
+    if args.json:
+        _print_json(summary)
+    else:
+        print(
+            f"enriched {summary['turns']} turns in {summary['seconds']}s ({summary['turns_per_s']} turns/s), "
+            f"{summary['cues_kept']} cues kept, {summary['cues_rejected']} rejected, {summary['failed']} failures; "
+            f"queue: {summary['jobs']}; {summary['coverage']}% of turns enriched"
+        )
     return 0
 
 
@@ -222,8 +297,11 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.db.exists():
         raise InputError("no database yet; ingest something first", path=str(settings.db))
+    from localmem.enrich import layer_stats
+
     with _open(settings) as store:
         stats = store.stats()
+        stats["enrichment"] = layer_stats(store)
     if args.json:
         _print_json(stats)
         return 0
@@ -239,13 +317,24 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     if stats["edges"]["antecedent"]:
         layers += "; antecedent links"
     print(f"layers        {layers}")
+    e = stats["enrichment"]
+    print(
+        f"enrichment    {e['enriched_turns']} of {e['turns']} turns ({e['enriched_pct']}%), "
+        f"{e['turns_with_extracted_cues']} with extracted cues, {e['low_information_turns']} low-information; "
+        f"cues kept {e['cues_kept']}, rejected {e['cues_rejected']} ({100 * e['rejected_cue_rate']:.0f}%); "
+        f"tags {e['tags']}"
+    )
+    print("memory types  " + ", ".join(f"{k} {v}" for k, v in e["memory_types"].items()))
+    print("jobs          " + ", ".join(f"{k} {v}" for k, v in e["jobs"].items()))
+    for p in e["parked"]:
+        print(f"  parked job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
     return 0
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from localmem.doctor import run_checks
 
-    checks = run_checks(settings)
+    checks = run_checks(settings.with_overrides(model=args.model))
     if args.json:
         _print_json(checks)
     else:

@@ -59,4 +59,28 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             )
         )
 
-    return [_check("storage", sqlite), _check("embedder", embedder), _check("database", database)]
+    def model() -> str:
+        from localmem.llm import generator_for
+
+        gen = generator_for(settings)
+        info = gen.info()
+        probe = gen.probe()
+        where = (
+            f"GPU offload: {info['on_gpu']} of {info['layers']}"
+            if info["gpu_offload_supported"] and info["n_gpu_layers"] != 0
+            else "CPU only (this llama.cpp build cannot offload to a GPU)"
+            if not info["gpu_offload_supported"]
+            else "CPU (n_gpu_layers=0 by setting)"
+        )
+        source = "" if settings.model else " (embedded default; set --model / LOCALMEM_MODEL for quality)"
+        return (
+            f"{info['model']}{source}: {where}; context {info['n_ctx']} of {info['n_ctx_train']} tokens; "
+            f"{info['threads']} threads; {probe['tokens_per_s']} generated tokens/s"
+        )
+
+    return [
+        _check("storage", sqlite),
+        _check("embedder", embedder),
+        _check("model", model),
+        _check("database", database),
+    ]

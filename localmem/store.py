@@ -301,6 +301,7 @@ class Store:
             ).fetchone()[0]
         )
         self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
+        self.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
         self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
         for (s, e), vec in zip(p.spans, cvecs, strict=True):
             cue_text = t.text[s:e]

@@ -93,6 +93,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("index", "ingest_files_fingerprint"),
         ("index", "jobs_state"),
         ("index", "topic_turns_turn"),
+        ("index", "turn_enrichment_type"),
         ("index", "turns_source_id"),
         ("index", "turns_ts"),
         ("table", "cue_tags"),
@@ -106,8 +107,26 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("table", "tags"),
         ("table", "topic_turns"),
         ("table", "topics"),
+        ("table", "turn_enrichment"),
         ("table", "turns"),
         ("table", "turns_fts"),
         ("trigger", "cues_fts_delete"),
         ("trigger", "turns_fts_delete"),
     ]
+
+
+def test_jobs_and_enrichment_columns(tmp_path: Path) -> None:
+    """The queue's and the enrichment record's columns (migration 0003) are part of the snapshot."""
+    conn = db.connect(tmp_path / "a.db")
+    db.migrate(conn)
+
+    def cols(table: str) -> list[str]:
+        return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+    assert cols("jobs") == [
+        "id", "kind", "turn_id", "state", "attempts", "last_error", "not_before", "created_at", "updated_at",
+        "locked_by", "locked_until",
+    ]  # fmt: skip
+    assert cols("turn_enrichment") == [
+        "turn_id", "memory_type", "type_source", "low_info", "cues_kept", "cues_rejected", "model", "created_at",
+    ]  # fmt: skip

@@ -31,7 +31,26 @@ def add_bench_parser(sub: Any) -> None:
         c.add_argument("--limit", type=int, help="only the first N conversations / questions")
         c.add_argument("--workdir", type=Path, help="keep the per-conversation stores here (default: a temp dir)")
         c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+        if name == "locomo":
+            c.add_argument(
+                "--model",
+                help="enrich each conversation with this GGUF chat model first ('default': the embedded "
+                "SmolLM2), so recall is measured with the extracted layer on",
+            )
         c.set_defaults(func=_run, bench=name)
+
+    c = bsub.add_parser(
+        "extraction",
+        help="model calls, tokens, cues and rejected cues per turn, and turns/s, of the enrichment worker",
+        description="Ingest FILE into a fresh store and enrich it with the model; report the cost per turn.",
+    )
+    c.add_argument("--data", type=Path, required=True, help="a chat log or benchmark file (LoCoMo: one conversation)")
+    c.add_argument("--model", help="GGUF chat model (default: the embedded SmolLM2-135M-Instruct)")
+    c.add_argument("--limit", type=int, help="only the first N turns")
+    c.add_argument("--sample", help="LoCoMo: the conversation (default: the first)")
+    c.add_argument("--workdir", type=Path, help="keep the store here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line (the last line)")
+    c.set_defaults(func=_run, bench="extraction")
 
     c = bsub.add_parser("fit", help="refit the reconstruct scorer; leave-one-conversation-out recall (LoCoMo JSON)")
     c.add_argument("--data", type=Path, required=True, help="LoCoMo JSON with two or more conversations")
@@ -72,7 +91,16 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"[bench {args.bench}] {msg}", file=sys.stderr)
 
     result: dict[str, Any]
-    if args.bench == "latency":
+    if args.bench == "extraction":
+        from localmem.bench import extraction
+        from localmem.llm import generator_for
+
+        if not args.data.is_file():
+            raise InputError("no such file", path=str(args.data))
+        gen = generator_for(settings, args.model)
+        result = extraction.run(args.data, gen, workdir, embedder, settings, args.limit, args.sample, log)
+        print(extraction.table(result))
+    elif args.bench == "latency":
         result = latency.run(_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log)
         print(latency.table(result))
     elif args.bench == "fit":
@@ -88,6 +116,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if unknown:
             raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
         mod = locomo if args.bench == "locomo" else longmemeval
+        if getattr(args, "model", None):
+            _enrich_locomo(args, settings, workdir, embedder, log)
         result = mod.run(
             args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log
         )
@@ -95,3 +125,19 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result))
     return 0
+
+
+def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, embedder: Any, log: Any) -> None:
+    """Build each conversation's store and run the worker over it before recall is
+    measured; stores in ``workdir`` keep their enrichment, so a re-run only asks."""
+    from localmem.bench.locomo import open_conversation_store
+    from localmem.jobs import run_worker
+    from localmem.llm import generator_for
+
+    gen = generator_for(settings, None if args.model == "default" else args.model)
+    samples = json.loads(args.data.read_text("utf-8"))
+    for sample in samples[: args.limit] if args.limit else samples:
+        sid = str(sample["sample_id"])
+        with open_conversation_store(workdir, sid, args.data, embedder, settings) as store:
+            stats = run_worker(store, gen, until_empty=True)
+        log(f"conversation {sid}: enriched {stats.turns} turns with {gen.model_id} ({stats.to_dict()['seconds']}s)")

@@ -1,0 +1,160 @@
+"""Enrichment results into the store: extracted cues, tags, memory types; layer coverage.
+
+``enrich_jobs`` is one worker step for claimed jobs (``localmem/jobs.py``): read the
+turns, extract (model calls), embed the new cues, then ONE short transaction writes the
+cues (with FTS rows and vectors), their tags, the turn's memory type and counts, the
+semantic edges of the new cues, and marks the jobs done. A job the worker no longer
+holds, or a turn already enriched, is skipped, so a turn is enriched exactly once.
+
+Extracted cues are indexed like statement cues: the FTS document and the embedded text
+carry who said it and when (``turn_doc``), and the store's cue mirror picks the new rows
+up, so they take part in retrieval and in semantic linking at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from localmem import db
+from localmem.extract import ExtractedCue, TurnExtraction, TurnInput, extract
+from localmem.jobs import Job, WorkerStats, counts, parked, worker_id
+from localmem.linking import link_semantic
+from localmem.store import turn_doc
+
+if TYPE_CHECKING:
+    from localmem.llm import Generator
+    from localmem.store import Store
+
+EXTRACTED_KINDS = ("triple", "keyword", "fact")
+
+
+def load_turns(store: Store, turn_ids: list[int]) -> tuple[list[TurnInput], list[str]]:
+    """The turns in session order, and the speakers of their sessions."""
+    marks = ",".join("?" * len(turn_ids))
+    rows = store.conn.execute(
+        f"SELECT id, speaker, text, ts, session_id FROM turns WHERE id IN ({marks}) ORDER BY session_id, ord",
+        turn_ids,
+    ).fetchall()
+    sessions = sorted({int(r[4]) for r in rows})
+    people: list[str] = []
+    if sessions:
+        smarks = ",".join("?" * len(sessions))
+        people = [
+            str(r[0])
+            for r in store.conn.execute(
+                f"SELECT DISTINCT speaker FROM turns WHERE session_id IN ({smarks}) AND speaker != '' ORDER BY speaker",
+                sessions,
+            )
+        ]
+    return [TurnInput(int(r[0]), str(r[1]), str(r[2]), r[3]) for r in rows], people
+
+
+def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:
+    """Extract and store cues for the turns of ``jobs``; returns turns enriched."""
+    stats = stats if stats is not None else WorkerStats()
+    turns, people = load_turns(store, [j.turn_id for j in jobs])
+    result = extract(gen, turns, people=people, batch_size=max(1, len(turns)))
+    stats.calls += result.calls
+    stats.prompt_tokens += result.prompt_tokens
+    stats.generated_tokens += result.generated_tokens
+    by_turn = {t.turn_id: t for t in turns}
+    docs = [
+        turn_doc(by_turn[ex.turn_id].speaker, c.text, by_turn[ex.turn_id].ts) for ex in result.turns for c in ex.cues
+    ]
+    vecs = store.embedder.embed(docs) if docs else np.zeros((0, store.embedder.dim), dtype=np.float32)
+    job_of = {j.turn_id: j for j in jobs}
+    owner = worker_id()
+    written: list[int] = []
+    at = 0
+    with db.transaction(store.conn):
+        for ex in result.turns:
+            cue_vecs = vecs[at : at + len(ex.cues)]
+            at += len(ex.cues)
+            held = store.conn.execute(
+                "UPDATE jobs SET state = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
+                "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
+                "WHERE id = ? AND state = 'running' AND locked_by = ? RETURNING id",
+                (job_of[ex.turn_id].id, owner),
+            ).fetchone()
+            if held is None:
+                continue  # reclaimed by another worker after our lease lapsed
+            if _write_turn(store, by_turn[ex.turn_id], ex, cue_vecs, gen.model_id):
+                written.append(ex.turn_id)
+                stats.turns += 1
+                stats.cues_kept += len(ex.cues)
+                stats.cues_rejected += ex.rejected
+        if written:
+            link_semantic(store, written)
+    return len(written)
+
+
+def _write_turn(store: Store, turn: TurnInput, ex: TurnExtraction, vecs: np.ndarray, model_id: str) -> bool:
+    conn = store.conn
+    row = conn.execute(
+        "INSERT INTO turn_enrichment(turn_id, memory_type, type_source, low_info, cues_kept, cues_rejected, model) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
+        (turn.turn_id, ex.memory_type, ex.type_source, int(ex.low_info), len(ex.cues), ex.rejected, model_id),
+    ).fetchone()
+    if row is None:
+        return False  # enriched before: never twice
+    for cue, vec in zip(ex.cues, vecs, strict=True):
+        cid = _insert_cue(store, turn, cue, model_id)
+        if cid is None:
+            continue
+        conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.astype(np.float32).tobytes()))
+        for tag in cue.tags:
+            conn.execute("INSERT OR IGNORE INTO tags(name) VALUES (?)", (tag,))
+            conn.execute(
+                "INSERT OR IGNORE INTO cue_tags(cue_id, tag_id, turn_id) SELECT ?, id, ? FROM tags WHERE name = ?",
+                (cid, turn.turn_id, tag),
+            )
+    return True
+
+
+def _insert_cue(store: Store, turn: TurnInput, cue: ExtractedCue, model_id: str) -> int | None:
+    row = store.conn.execute(
+        "INSERT INTO cues(turn_id, kind, text, subject, relation, object, span_start, span_end, extractor) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+        (turn.turn_id, cue.kind, cue.text, cue.subject, cue.relation, cue.object, cue.start, cue.end, model_id),
+    ).fetchone()
+    if row is None:
+        return None
+    cid = int(row[0])
+    store.conn.execute(
+        "INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
+    )
+    return cid
+
+
+def layer_stats(store: Store) -> dict[str, Any]:
+    """How much of the store each model layer covers, and the queue's state."""
+    conn = store.conn
+
+    def one(sql: str) -> int:
+        row = conn.execute(sql).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    turns = one("SELECT count(*) FROM turns")
+    enriched = one("SELECT count(*) FROM turn_enrichment")
+    kept = one("SELECT sum(cues_kept) FROM turn_enrichment")
+    rejected = one("SELECT sum(cues_rejected) FROM turn_enrichment")
+    types = dict(conn.execute("SELECT memory_type, count(*) FROM turn_enrichment GROUP BY memory_type").fetchall())
+    with_cues = one("SELECT count(DISTINCT turn_id) FROM cues WHERE kind IN ('triple', 'keyword', 'fact')")
+    return {
+        "turns": turns,
+        "enriched_turns": enriched,
+        "enriched_pct": round(100.0 * enriched / turns, 1) if turns else 0.0,
+        "low_information_turns": one("SELECT count(*) FROM turn_enrichment WHERE low_info = 1"),
+        "turns_with_extracted_cues": with_cues,
+        "memory_types": {t: int(types.get(t, 0)) for t in ("event", "opinion", "plan", "state_change")},
+        "memory_type_from_model": one("SELECT count(*) FROM turn_enrichment WHERE type_source = 'model'"),
+        "cues_kept": kept,
+        "cues_rejected": rejected,
+        "rejected_cue_rate": round(rejected / (kept + rejected), 3) if kept + rejected else 0.0,
+        "tags": one("SELECT count(*) FROM tags"),
+        "models": [str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM turn_enrichment WHERE model != ''")],
+        "jobs": counts(conn),
+        "parked": parked(conn),
+    }

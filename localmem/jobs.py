@@ -1,0 +1,253 @@
+"""The durable job queue and the enrichment worker.
+
+A job per new turn is queued by the write path, in the transaction that stores the turn
+(``Store._insert_turn``). States: ``pending`` -> ``running`` (claimed) -> ``done``, or
+back to ``pending`` with a back-off after a failure, or ``parked`` after
+``Settings.job_attempts`` attempts, with its last error (shown by ``localmem stats``).
+
+Crash safety (kill -9 at any point loses nothing, enriches nothing twice):
+- a claim is one short transaction that marks jobs ``running``, counts the attempt and
+  records the worker (``host:pid``) and a lease;
+- results and ``done`` commit together in one transaction, and only for jobs the worker
+  still holds; a turn already enriched is never written again (``turn_enrichment``
+  primary key);
+- a ``running`` job is claimed again when its lease lapsed or its worker's process is
+  gone (same host); such a job, having failed once, is retried alone so that a turn
+  that crashes the worker cannot take its neighbours down with it.
+Model calls and embedding happen between the two transactions, never inside one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import apsw
+
+from localmem import db
+from localmem.errors import LocalmemError
+
+if TYPE_CHECKING:
+    from localmem.llm import Generator
+    from localmem.store import Store
+
+KIND = "extract"
+LEASE_S = 600.0
+BACKOFF_S = 5.0  # after attempt n, wait BACKOFF_S * 4**(n-1), at most BACKOFF_CAP_S
+BACKOFF_CAP_S = 3600.0
+POLL_S = 1.0
+
+
+def now_iso(offset_s: float = 0.0) -> str:
+    t = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=offset_s)
+    return t.isoformat(timespec="milliseconds")
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    turn_id: int
+    attempts: int
+
+
+def enqueue_missing(conn: apsw.Connection) -> int:
+    """Queue a job for every turn that has none (stores written before the queue)."""
+    with db.transaction(conn):
+        rows = conn.execute(
+            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, id FROM turns "
+            "WHERE id NOT IN (SELECT turn_id FROM jobs WHERE kind = ?) RETURNING id",
+            (KIND, KIND),
+        ).fetchall()
+    return len(rows)
+
+
+def _alive(owner: str | None) -> bool:
+    """False only when ``owner`` is a process of this host that no longer exists."""
+    if not owner or ":" not in owner:
+        return True
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _release_dead(conn: apsw.Connection) -> None:
+    owners = [r[0] for r in conn.execute("SELECT DISTINCT locked_by FROM jobs WHERE state = 'running'")]
+    for owner in owners:
+        if owner != worker_id() and not _alive(owner):
+            conn.execute(
+                "UPDATE jobs SET state = 'pending', locked_by = NULL, locked_until = NULL, "
+                "last_error = coalesce(last_error, 'worker died'), updated_at = ? WHERE state = 'running' AND locked_by = ?",
+                (now_iso(), owner),
+            )
+
+
+def claim(conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_s: float = LEASE_S) -> list[Job]:
+    """Claim up to ``limit`` ready jobs: the oldest one and the turns after it in its
+    session (one extraction call can then cover them). A job that failed before is
+    claimed alone."""
+    owner = owner or worker_id()
+    now = now_iso()
+    ready = (
+        "j.kind = ? AND ((j.state = 'pending' AND (j.not_before IS NULL OR j.not_before <= ?)) "
+        "OR (j.state = 'running' AND j.locked_until < ?))"
+    )
+    with db.transaction(conn):
+        _release_dead(conn)
+        first = conn.execute(
+            f"SELECT j.id, j.turn_id, j.attempts, t.session_id, t.ord FROM jobs j JOIN turns t ON t.id = j.turn_id "
+            f"WHERE {ready} ORDER BY j.id LIMIT 1",
+            (KIND, now, now),
+        ).fetchone()
+        if first is None:
+            return []
+        jobs = [Job(int(first[0]), int(first[1]), int(first[2]))]
+        if first[2] == 0 and limit > 1:
+            rows = conn.execute(
+                f"SELECT j.id, j.turn_id, j.attempts FROM jobs j JOIN turns t ON t.id = j.turn_id "
+                f"WHERE {ready} AND j.attempts = 0 AND t.session_id = ? AND t.ord > ? AND j.id != ? "
+                f"ORDER BY t.ord LIMIT ?",
+                (KIND, now, now, first[3], first[4], first[0], limit - 1),
+            ).fetchall()
+            jobs += [Job(int(a), int(b), int(c)) for a, b, c in rows]
+        conn.executemany(
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, locked_by = ?, locked_until = ?, "
+            "updated_at = ? WHERE id = ?",
+            [(owner, now_iso(lease_s), now, j.id) for j in jobs],
+        )
+    return [Job(j.id, j.turn_id, j.attempts + 1) for j in jobs]
+
+
+def fail(conn: apsw.Connection, job: Job, error: str, max_attempts: int, *, owner: str | None = None) -> str:
+    """Record a failed attempt: back to ``pending`` after a back-off, or ``parked``."""
+    owner = owner or worker_id()
+    state = "parked" if job.attempts >= max_attempts else "pending"
+    wait = min(BACKOFF_S * 4 ** max(job.attempts - 1, 0), BACKOFF_CAP_S)
+    with db.transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET state = ?, last_error = ?, not_before = ?, locked_by = NULL, locked_until = NULL, "
+            "updated_at = ? WHERE id = ? AND state = 'running' AND locked_by = ?",
+            (state, error[:2000], None if state == "parked" else now_iso(wait), now_iso(), job.id, owner),
+        )
+    return state
+
+
+def retry_parked(conn: apsw.Connection) -> int:
+    """Give parked jobs another round of attempts (after the cause was fixed)."""
+    with db.transaction(conn):
+        rows = conn.execute(
+            "UPDATE jobs SET state = 'pending', attempts = 0, not_before = NULL, updated_at = ? "
+            "WHERE state = 'parked' RETURNING id",
+            (now_iso(),),
+        ).fetchall()
+    return len(rows)
+
+
+def counts(conn: apsw.Connection) -> dict[str, int]:
+    got = dict(conn.execute("SELECT state, count(*) FROM jobs WHERE kind = ? GROUP BY state", (KIND,)).fetchall())
+    return {s: int(got.get(s, 0)) for s in ("pending", "running", "done", "parked")}
+
+
+def parked(conn: apsw.Connection, limit: int = 20) -> list[dict[str, object]]:
+    rows = conn.execute(
+        "SELECT id, turn_id, attempts, last_error, updated_at FROM jobs WHERE state = 'parked' ORDER BY id LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [{"job": a, "turn_id": b, "attempts": c, "error": d, "at": e} for a, b, c, d, e in rows]
+
+
+@dataclass
+class WorkerStats:
+    turns: int = 0
+    failed: int = 0
+    parked: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    cues_kept: int = 0
+    cues_rejected: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def to_dict(self) -> dict[str, float]:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        return {
+            "turns": self.turns,
+            "failed": self.failed,
+            "parked": self.parked,
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "generated_tokens": self.generated_tokens,
+            "cues_kept": self.cues_kept,
+            "cues_rejected": self.cues_rejected,
+            "seconds": round(elapsed, 2),
+            "turns_per_s": round(self.turns / elapsed, 3),
+        }
+
+
+def run_worker(
+    store: Store,
+    gen: Generator,
+    *,
+    stop: threading.Event | None = None,
+    once: bool = False,
+    until_empty: bool = False,
+    batch: int | None = None,
+    max_attempts: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_batch: Callable[[WorkerStats], None] | None = None,
+) -> WorkerStats:
+    """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
+    ``until_empty``: return when nothing is ready (``localmem enrich``)."""
+    from localmem.enrich import enrich_jobs
+
+    batch = batch or store.settings.extract_batch
+    max_attempts = max_attempts or store.settings.job_attempts
+    stats = WorkerStats()
+    while stop is None or not stop.is_set():
+        jobs = claim(store.conn, batch)
+        if not jobs:
+            if once or until_empty:
+                break
+            (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
+            continue
+        try:
+            enrich_jobs(store, gen, jobs, stats)
+            done = len(jobs)
+        except LocalmemError as exc:
+            done = 0
+            for job in jobs if len(jobs) == 1 else []:
+                state = fail(store.conn, job, f"{type(exc).__name__}: {exc}", max_attempts)
+                stats.failed += 1
+                stats.parked += state == "parked"
+            if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
+                for job in jobs:
+                    try:
+                        enrich_jobs(store, gen, [job], stats)
+                        done += 1
+                    except LocalmemError as one:
+                        state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)
+                        stats.failed += 1
+                        stats.parked += state == "parked"
+        if progress and done:
+            progress(done)
+        if on_batch:
+            on_batch(stats)
+        if once:
+            break
+    return stats
