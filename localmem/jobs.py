@@ -118,14 +118,14 @@ def claim(conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_
         if first is None:
             return []
         jobs = [Job(int(first[0]), int(first[1]), int(first[2]))]
-        if first[2] == 0 and limit > 1:
+        if int(str(first[2])) == 0 and limit > 1:
             rows = conn.execute(
                 f"SELECT j.id, j.turn_id, j.attempts FROM jobs j JOIN turns t ON t.id = j.turn_id "
                 f"WHERE {ready} AND j.attempts = 0 AND t.session_id = ? AND t.ord > ? AND j.id != ? "
                 f"ORDER BY t.ord LIMIT ?",
                 (KIND, now, now, first[3], first[4], first[0], limit - 1),
             ).fetchall()
-            jobs += [Job(int(a), int(b), int(c)) for a, b, c in rows]
+            jobs += [Job(int(str(a)), int(str(b)), int(str(c))) for a, b, c in rows]
         conn.executemany(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, locked_by = ?, locked_until = ?, "
             "updated_at = ? WHERE id = ?",
@@ -160,8 +160,11 @@ def retry_parked(conn: apsw.Connection) -> int:
 
 
 def counts(conn: apsw.Connection) -> dict[str, int]:
-    got = dict(conn.execute("SELECT state, count(*) FROM jobs WHERE kind = ? GROUP BY state", (KIND,)).fetchall())
-    return {s: int(got.get(s, 0)) for s in ("pending", "running", "done", "parked")}
+    got = {
+        str(s): int(str(n))
+        for s, n in conn.execute("SELECT state, count(*) FROM jobs WHERE kind = ? GROUP BY state", (KIND,))
+    }
+    return {s: got.get(s, 0) for s in ("pending", "running", "done", "parked")}
 
 
 def parked(conn: apsw.Connection, limit: int = 20) -> list[dict[str, object]]:

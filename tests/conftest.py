@@ -5,14 +5,18 @@ real data and config directories."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from localmem.config import Settings
+from localmem.errors import ModelError
+from localmem.llm import Generation
 from localmem.records import SessionIn, TurnIn
 from localmem.store import Store
 
@@ -39,6 +43,56 @@ class HashEmbedder:
         return out
 
 
+class ScriptedGenerator:
+    """A fake chat model for tests about the pipeline rather than the model: ``script``
+    maps the messages of each call (numbered lines ``mN. Speaker: text``) to the reply
+    text, or raises. Records every call; counts tokens as words."""
+
+    model_id = "test-scripted"
+
+    def __init__(self, script: Callable[[list[tuple[int, str, str]]], str | dict[str, Any]] | None = None) -> None:
+        self.script = script or self.keywords_from_capitals
+        self.calls: list[list[tuple[int, str, str]]] = []
+
+    @staticmethod
+    def turns_of(messages: Sequence[dict[str, str]]) -> list[tuple[int, str, str]]:
+        found = re.findall(r"^m(\d+)\. ([^:]*): (.*)$", messages[-1]["content"], flags=re.MULTILINE)
+        return [(int(i), who, text) for i, who, text in found]
+
+    @staticmethod
+    def keywords_from_capitals(turns: list[tuple[int, str, str]]) -> dict[str, Any]:
+        """Every capitalised word after the first as a keyword; one invented keyword."""
+        out: dict[str, Any] = {}
+        for i, _who, text in turns:
+            caps = [w.strip(".,!?") for w in text.split()[1:] if w[:1].isupper() and w != "I"]
+            out[f"m{i}"] = {
+                "type": "event",
+                "keywords": [{"k": c, "tag": "thing"} for c in caps] + [{"k": "Atlantis", "tag": "place"}],
+                "triples": [],
+                "facts": [],
+            }
+        return out
+
+    def generate_json(
+        self, messages: Sequence[dict[str, str]], schema: dict[str, Any], *, max_tokens: int, temperature: float
+    ) -> Generation:
+        turns = self.turns_of(messages)
+        self.calls.append(turns)
+        reply = self.script(turns)
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        prompt = sum(len(m["content"].split()) for m in messages)
+        return Generation(text, prompt, len(text.split()))
+
+
+def failing_script(turns: list[tuple[int, str, str]]) -> str:
+    raise ModelError("scripted failure")
+
+
+@pytest.fixture
+def scripted() -> ScriptedGenerator:
+    return ScriptedGenerator()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path_factory.mktemp("home")
@@ -48,6 +102,7 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("LOCALMEM_DB", raising=False)
     monkeypatch.delenv("LOCALMEM_CONFIG", raising=False)
     monkeypatch.delenv("LOCALMEM_EMBEDDER", raising=False)
+    monkeypatch.delenv("LOCALMEM_MODEL", raising=False)
 
 
 @pytest.fixture

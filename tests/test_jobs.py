@@ -1,0 +1,180 @@
+"""The durable queue and the worker, with a scripted generator: what ends up in the
+store (cues, tags, types, index rows, edges), exactly-once enrichment, failures and
+parking, and a worker process killed with SIGKILL mid-batch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from localmem import jobs
+from localmem.config import Settings
+from localmem.enrich import layer_stats
+from localmem.records import SessionIn
+from localmem.store import Store
+
+from .conftest import HashEmbedder, ScriptedGenerator, session
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def story(n: int = 12) -> SessionIn:
+    lines = []
+    for i in range(n):
+        who = "Ana" if i % 2 == 0 else "Ben"
+        lines.append((who, f"On trip {i} I visited Lisbon with Oscar{i} by the river."))
+    return session("trip", "2024-05-08T10:00:00", *lines)
+
+
+def extracted(store: Store) -> list[tuple[int, str, str]]:
+    return [
+        (int(a), str(b), str(c))
+        for a, b, c in store.conn.execute(
+            "SELECT turn_id, kind, text FROM cues WHERE kind != 'statement' ORDER BY turn_id, id"
+        )
+    ]
+
+
+def test_write_queues_one_job_per_new_turn(store: Store, garden_sessions: list[SessionIn]) -> None:
+    store.write_sessions(garden_sessions)
+    store.write_sessions(garden_sessions)  # nothing new, nothing queued twice
+    assert jobs.counts(store.conn) == {"pending": 8, "running": 0, "done": 0, "parked": 0}
+    store.conn.execute("DELETE FROM jobs")
+    assert jobs.enqueue_missing(store.conn) == 8
+
+
+def test_worker_stores_grounded_cues_tags_types_and_index_rows(store: Store) -> None:
+    store.write_sessions([story(4)])
+    gen = ScriptedGenerator()
+    stats = jobs.run_worker(store, gen, until_empty=True, batch=6)
+    assert stats.turns == 4 and stats.calls == 1  # one call for the four turns of the session
+    assert jobs.counts(store.conn)["done"] == 4
+    cues = extracted(store)
+    assert ("keyword" in {k for _, k, _ in cues}) and not any(t == "Atlantis" for _, _, t in cues)
+    assert {t for _, _, t in cues} >= {"Lisbon", "Oscar0"}
+    # every extracted cue has a vector, an FTS row, a span inside its turn, and tags
+    n = len(cues)
+    assert store.conn.execute("SELECT count(*) FROM cue_vec v JOIN cues c ON c.id = v.cue_id "
+                              "WHERE c.kind != 'statement'").fetchone()[0] == n  # fmt: skip
+    assert store.conn.execute("SELECT count(*) FROM cues_fts WHERE cues_fts MATCH 'lisbon'").fetchone()[0] >= 4
+    for s, e, text in store.conn.execute(
+        "SELECT c.span_start, c.span_end, t.text FROM cues c JOIN turns t ON t.id = c.turn_id"
+    ):
+        assert 0 <= s < e <= len(text)
+    assert store.conn.execute("SELECT count(*) FROM cue_tags").fetchone()[0] >= n
+    e = layer_stats(store)
+    assert e["enriched_turns"] == 4 and e["enriched_pct"] == 100.0 and e["memory_types"]["event"] == 4
+    assert e["cues_rejected"] == 4 and e["cues_kept"] == n  # one invented keyword per turn
+    # the cue mirror sees the new cues, and a query naming one finds its turn
+    assert len(store.mirror("cue").ids) == store.conn.execute("SELECT count(*) FROM cues").fetchone()[0]
+    ctx = store.reconstruct("Who is Oscar2?", budget_tokens=60)
+    assert any("Oscar2" in t.text for t in ctx.turns)
+
+
+def test_each_turn_is_enriched_exactly_once(store: Store) -> None:
+    store.write_sessions([story(4)])
+    gen = ScriptedGenerator()
+    first = jobs.claim(store.conn, 6, owner="elsewhere:1", lease_s=-1)  # a claim that has already lapsed
+    assert len(first) == 4
+    jobs.run_worker(store, gen, until_empty=True)  # takes them over
+    before = extracted(store)
+    from localmem.enrich import enrich_jobs
+
+    # the first owner comes back late with its results: they are dropped
+    assert enrich_jobs(store, gen, first) == 0
+    store.conn.execute("UPDATE jobs SET state = 'pending'")
+    jobs.run_worker(store, gen, until_empty=True)  # a re-queued turn is not written twice
+    assert extracted(store) == before
+    assert store.conn.execute("SELECT count(*) FROM turn_enrichment").fetchone()[0] == 4
+
+
+def test_failures_back_off_then_park_and_stats_show_it(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from localmem.errors import ModelError
+
+    store.write_sessions([session("s", "2024-01-01T10:00:00", ("Ana", "I met Oscar in Rome."),
+                                  ("Ben", "POISON turn about Paris."), ("Ana", "Then Oscar went to Oslo."))])  # fmt: skip
+
+    def script(turns: list[tuple[int, str, str]]) -> dict[str, object]:
+        if any("POISON" in t for _, _, t in turns):
+            raise ModelError("the model choked")
+        return ScriptedGenerator.keywords_from_capitals(turns)
+
+    monkeypatch.setattr(jobs, "BACKOFF_S", 0.0)
+    stats = jobs.run_worker(store, ScriptedGenerator(script), until_empty=True, max_attempts=2)
+    assert stats.turns == 2 and stats.parked == 1
+    assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 2, "parked": 1}
+    (p,) = layer_stats(store)["parked"]
+    assert p["attempts"] == 2 and "the model choked" in str(p["error"])
+    assert jobs.retry_parked(store.conn) == 1
+    assert jobs.counts(store.conn)["pending"] == 1
+
+
+def test_backoff_delays_the_retry(store: Store) -> None:
+    from .conftest import failing_script
+
+    store.write_sessions([session("s", "2024-01-01T10:00:00", ("Ana", "I met Oscar in Rome."))])
+    stats = jobs.run_worker(store, ScriptedGenerator(failing_script), until_empty=True)
+    assert stats.failed == 1 and jobs.counts(store.conn)["pending"] == 1
+    assert jobs.claim(store.conn, 5) == []  # not before its back-off
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {repo!r})
+    from localmem.config import Settings
+    from localmem.jobs import run_worker
+    from localmem.store import Store
+    from tests.conftest import HashEmbedder, ScriptedGenerator
+
+    def slow(turns):
+        time.sleep(0.4)
+        return ScriptedGenerator.keywords_from_capitals(turns)
+
+    store = Store({db!r}, embedder=HashEmbedder(), settings=Settings(db={db!r}))
+    run_worker(store, ScriptedGenerator(slow), until_empty=True, batch=3)
+    """
+)
+
+
+def test_worker_killed_mid_batch_loses_nothing_and_enriches_once(tmp_path: Path) -> None:
+    db = tmp_path / "mem.db"
+    settings = Settings(db=db)
+    with Store(db, embedder=HashEmbedder(), settings=settings) as s:
+        s.write_sessions([story(12)])
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER.format(repo=str(REPO), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], env={**os.environ, "PYTHONPATH": str(REPO)})
+    store = Store(db, embedder=HashEmbedder(), settings=settings)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            c = jobs.counts(store.conn)
+            if c["done"] >= 3 and c["running"] > 0:
+                break
+            assert proc.poll() is None, "the worker ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the worker made no progress")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert jobs.counts(store.conn)["running"] > 0  # claimed by a process that is gone
+    stats = jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+    assert stats.turns > 0
+    assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 12, "parked": 0}
+    assert store.conn.execute("SELECT count(*) FROM turn_enrichment").fetchone()[0] == 12
+    per_turn = store.conn.execute(
+        "SELECT count(*) FROM cues WHERE kind = 'keyword' GROUP BY turn_id ORDER BY turn_id"
+    ).fetchall()
+    assert [r[0] for r in per_turn] == [2] * 12  # Lisbon and OscarN: once each
+    store.close()
