@@ -257,6 +257,14 @@ class Store:
 
     def _embed(self, fresh: list[_Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         docs = [turn_doc(p.turn.speaker, p.turn.text, p.ts) for p in fresh]
+        span_embed = getattr(self.embedder, "embed_with_spans", None)
+        if self.params.cue_vectors == "span" and span_embed is not None:
+            # One forward pass per turn: each cue's vector pools the turn's in-context
+            # token vectors over the cue's span (the doc adds a prefix before the text).
+            shift = [len(d) - len(p.turn.text) for d, p in zip(docs, fresh, strict=True)]
+            spans = [[(a + k, b + k) for a, b in p.spans] for p, k in zip(fresh, shift, strict=True)]
+            tvecs, cvecs = span_embed(docs, spans)
+            return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
         docs += [turn_doc(p.turn.speaker, p.turn.text[s:e], p.ts) for p in fresh for s, e in p.spans]
         vecs = self.embedder.embed(docs)
         out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
