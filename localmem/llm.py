@@ -21,6 +21,7 @@ package's installed metadata without importing the package (it imports ``llm``).
 
 from __future__ import annotations
 
+import atexit
 import importlib.metadata
 import os
 import threading
@@ -151,6 +152,12 @@ class LlamaGenerator:
             self.gpu_layers = layers
         return self._llama
 
+    def close(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
     @property
     def n_ctx(self) -> int:
         with self._lock:
@@ -213,6 +220,14 @@ class LlamaGenerator:
 
 _INSTANCES: dict[tuple[str, int, int | None, int | None], LlamaGenerator] = {}
 _INSTANCES_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    # Free the models while the interpreter is still whole: llama-cpp-python's own
+    # __del__ at shutdown runs after its C bindings are gone and prints a traceback.
+    for gen in _INSTANCES.values():
+        gen.close()
 
 
 def get_generator(

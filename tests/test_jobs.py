@@ -178,3 +178,21 @@ def test_worker_killed_mid_batch_loses_nothing_and_enriches_once(tmp_path: Path)
     ).fetchall()
     assert [r[0] for r in per_turn] == [2] * 12  # Lisbon and OscarN: once each
     store.close()
+
+
+def test_bench_extraction_reports_the_issue_keys(tmp_path: Path) -> None:
+    import json
+
+    from localmem.bench import extraction
+
+    from .test_ingest import locomo_doc
+
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(locomo_doc()))
+    res = extraction.run(data, ScriptedGenerator(), tmp_path, HashEmbedder(), Settings(db=tmp_path / "x.db"), limit=2)
+    for key in ("turns", "turns_per_s", "model_calls_per_turn", "prompt_tokens_per_turn",
+                "generated_tokens_per_turn", "cues_per_turn", "rejected_cue_rate"):  # fmt: skip
+        assert isinstance(res[key], int | float), key
+    assert res["turns"] == 2 and res["model_calls_per_turn"] == 0.5  # two turns of one session, one call
+    assert res["cues_per_turn"] == 1.0 and res["rejected_cue_rate"] == 0.5  # "Rex", "Look" kept; "Atlantis" not
+    assert "turns_per_s" in extraction.table(res)
