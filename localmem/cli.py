@@ -210,8 +210,11 @@ def _watch_worker(settings: Settings) -> Any:
     gen = generator_for(settings)
 
     def loop(stop: threading.Event) -> None:
-        with _open(settings) as store:  # its own connection: one per thread
-            run_worker(store, gen, stop=stop)
+        try:
+            with _open(settings) as store:  # its own connection: one per thread
+                run_worker(store, gen, stop=stop)
+        except LocalmemError as exc:  # the watcher goes on; the queue waits for a worker
+            print(f"localmem watch: enrichment stopped: {exc}", file=sys.stderr)
 
     return loop
 

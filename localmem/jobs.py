@@ -222,6 +222,9 @@ def run_worker(
     batch = batch or store.settings.extract_batch
     max_attempts = max_attempts or store.settings.job_attempts
     stats = WorkerStats()
+    load = getattr(gen, "load", None)
+    if callable(load):
+        load()  # a model that cannot load must fail the worker, not park every job
     while stop is None or not stop.is_set():
         jobs = claim(store.conn, batch)
         if not jobs:

@@ -152,6 +152,12 @@ class LlamaGenerator:
             self.gpu_layers = layers
         return self._llama
 
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded on first use): a missing or broken
+        llama.cpp or model file raises ``ModelError`` here, before any job is claimed."""
+        with self._lock:
+            self._load()
+
     def close(self) -> None:
         with self._lock:
             if self._llama is not None:

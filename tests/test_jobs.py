@@ -196,3 +196,37 @@ def test_bench_extraction_reports_the_issue_keys(tmp_path: Path) -> None:
     assert res["turns"] == 2 and res["model_calls_per_turn"] == 0.5  # two turns of one session, one call
     assert res["cues_per_turn"] == 1.0 and res["rejected_cue_rate"] == 0.5  # "Rex", "Look" kept; "Atlantis" not
     assert "turns_per_s" in extraction.table(res)
+
+
+def test_a_model_that_cannot_load_claims_nothing(store: Store) -> None:
+    from localmem.errors import ModelError
+
+    class Broken(ScriptedGenerator):
+        def load(self) -> None:
+            raise ModelError("llama-cpp-python is not installed")
+
+    store.write_sessions([story(2)])
+    with pytest.raises(ModelError):
+        jobs.run_worker(store, Broken(), until_empty=True)
+    assert jobs.counts(store.conn) == {"pending": 2, "running": 0, "done": 0, "parked": 0}
+
+
+def test_watch_runs_the_worker_only_when_a_model_is_configured(tmp_path: Path) -> None:
+    import threading
+
+    from localmem.cli import _watch_worker
+
+    assert _watch_worker(Settings(db=tmp_path / "a.db")) is None
+    missing = Settings(db=tmp_path / "a.db", model=str(tmp_path / "nope.gguf"))
+    from localmem.errors import ModelError
+
+    with pytest.raises(ModelError, match="model file not found"):
+        _watch_worker(missing)
+    pytest.importorskip("llama_cpp")
+    from localmem.llm import embedded_model_path
+
+    loop = _watch_worker(Settings(db=tmp_path / "a.db", model=str(embedded_model_path())))
+    assert callable(loop)
+    stop = threading.Event()
+    stop.set()  # opens the store, loads the model, sees the stop and returns
+    loop(stop)
