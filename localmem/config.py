@@ -30,6 +30,16 @@ class RetrievalParams:
     semantic_seeds: int = 0  # expand over semantic edges of this many best anchors
     candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
     rrf_k: float = 60.0
+    # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
+    # statement cues (ranked lists and the scorer's cue features); "anchors" = their
+    # best matches only add candidate turns to the pool, while lists and features stay
+    # the model-free ones the scorer was fitted on; "off" = not used (README, Models).
+    extracted_cues: str = "anchors"
+
+    def __post_init__(self) -> None:
+        if self.extracted_cues not in ("all", "anchors", "off"):
+            raise ConfigError(f"retrieval.extracted_cues must be all, anchors or off; got {self.extracted_cues!r}")
+
     # "span": a cue's vector pools the turn's own forward pass over the cue's span (one
     # pass per turn, ~4x faster ingest, same held-out recall); "separate": embed each
     # cue alone. Embedders without span support always embed separately.

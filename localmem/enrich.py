@@ -6,9 +6,11 @@ cues (with FTS rows and vectors), their tags, the turn's memory type and counts,
 semantic edges of the new cues, and marks the jobs done. A job the worker no longer
 holds, or a turn already enriched, is skipped, so a turn is enriched exactly once.
 
-Extracted cues are indexed like statement cues: the FTS document and the embedded text
-carry who said it and when (``turn_doc``), and the store's cue mirror picks the new rows
-up, so they take part in retrieval and in semantic linking at once.
+Extracted cues are indexed like statement cues (the FTS document and the embedded text
+carry who said it and when, ``turn_doc``), in an FTS table of their own
+(``extracted_cues_fts``, so the statement cues' bm25 statistics never shift); the
+store's cue mirror picks the new vectors up, so they take part in retrieval
+(``RetrievalParams.extracted_cues``) and in semantic linking at once.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ def _insert_cue(store: Store, turn: TurnInput, cue: ExtractedCue, model_id: str)
         return None
     cid = int(row[0])
     store.conn.execute(
-        "INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
+        "INSERT INTO extracted_cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
     )
     return cid
 

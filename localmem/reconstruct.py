@@ -166,6 +166,7 @@ class _Signals:
     bm: np.ndarray  # bm25 of each turn, 0 if no match
     cbs: np.ndarray  # bm25 of each cue, 0 if no match
     lists: list[list[int]]  # the four ranked lists, as turn mirror positions
+    extra: list[int]  # turns proposed by model-extracted cues (RetrievalParams.extracted_cues == "anchors")
 
 
 def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: int) -> _Signals:
@@ -176,9 +177,27 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
     csims = cm.mat @ qvec
     cue_pos = tm.index_of(cm.turns)
     cue_ok = (cue_pos >= 0) & visible[np.maximum(cue_pos, 0)]
+    # Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
+    # statement cues; "anchors" keeps every list and feature model-free (what the scorer
+    # was fitted on) and lets them only propose extra candidates; "off" ignores them.
+    mode = store.params.extracted_cues
+    extracted = cue_ok & ~cm.statement
+    if mode != "all":
+        cue_ok = cue_ok & cm.statement
+        csims = np.where(cm.statement, csims, -np.inf)
     csims_v = np.where(cue_ok, csims, -np.inf)
     bm = _lexical_array(store, "turns_fts", query, tm, visible)
     cbs = _lexical_array(store, "cues_fts", query, cm, cue_ok)
+    extra: list[int] = []
+    if mode != "off" and extracted.any():
+        xbm = _lexical_array(store, "extracted_cues_fts", query, cm, extracted)
+        if mode == "all":
+            cbs = cbs + xbm  # disjoint rows
+        else:
+            xdense = np.where(extracted, cm.mat @ qvec, -np.inf)
+            extra = _first_turns(cue_pos[_top(xdense, m)], m) + _first_turns(
+                cue_pos[_top(np.where(xbm > 0, xbm, -np.inf), m)], m
+            )
     lists = [
         [int(i) for i in _top(np.where(bm > 0, bm, -np.inf), m)],
         [int(i) for i in _top(tsims_v, m)],
@@ -193,6 +212,7 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
         bm=bm,
         cbs=cbs,
         lists=lists,
+        extra=extra,
     )
 
 
@@ -287,6 +307,8 @@ def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
     best = max(fused.values())
     anchors = {pos: v / best for pos, v in fused.items()}
     reason = _expand(store, tm, anchors, visible)
+    for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
+        reason.setdefault(pos, ("anchor", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
     feats = _features(query, tm, store.mirror("cue"), sig, anchors, pool)
     return Pool(tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors))

@@ -129,7 +129,7 @@ STOPWORDS = frozenset(
     ]
 )
 
-FTS_TABLES = ("turns_fts", "cues_fts")
+FTS_TABLES = ("turns_fts", "cues_fts", "extracted_cues_fts")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from localmem.db import Conn
 _TABLES = {
     "cue": (
         "SELECT count(*), coalesce(max(id), 0) FROM cues",
-        "SELECT c.id, c.turn_id, v.embedding FROM cues c JOIN cue_vec v ON v.cue_id = c.id WHERE c.id > ? ORDER BY c.id",
+        "SELECT c.id, c.turn_id, v.embedding, c.kind = 'statement' FROM cues c JOIN cue_vec v ON v.cue_id = c.id "
+        "WHERE c.id > ? ORDER BY c.id",
     ),
     "turn": (
         "SELECT count(*), coalesce(max(id), 0) FROM turns",
@@ -38,6 +39,7 @@ class VectorMirror:
         self.ids = np.zeros(0, dtype=np.int64)
         self.turns = np.zeros(0, dtype=np.int64)
         self.mat = np.zeros((0, dim), dtype=np.float32)
+        self.statement = np.zeros(0, dtype=bool)  # cue mirror: the row is a statement cue (model-free)
 
     def sync(self, conn: Conn) -> None:
         head, load = _TABLES[self.table]
@@ -60,9 +62,12 @@ class VectorMirror:
         self.ids = self.ids[:0]
         self.turns = self.turns[:0]
         self.mat = np.zeros((0, self.dim), dtype=np.float32)
+        self.statement = self.statement[:0]
 
     def _append_extra(self, rows: list[tuple[object, ...]]) -> None:
         """Hook for mirrors that keep more per-row data than vectors."""
+        if self.table == "cue":
+            self.statement = np.concatenate([self.statement, np.array([bool(r[3]) for r in rows], dtype=bool)])
 
     def top(self, qvec: np.ndarray, k: int) -> list[tuple[int, int, float]]:
         """The k rows most similar to ``qvec``, best first: (row id, turn id, cosine)."""

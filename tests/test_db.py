@@ -100,6 +100,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("table", "cues"),
         ("table", "cues_fts"),
         ("table", "edges"),
+        ("table", "extracted_cues_fts"),
         ("table", "ingest_files"),
         ("table", "jobs"),
         ("table", "meta"),
@@ -111,6 +112,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("table", "turns"),
         ("table", "turns_fts"),
         ("trigger", "cues_fts_delete"),
+        ("trigger", "extracted_cues_fts_delete"),
         ("trigger", "turns_fts_delete"),
     ]
 

@@ -63,7 +63,12 @@ def test_worker_stores_grounded_cues_tags_types_and_index_rows(store: Store) -> 
     n = len(cues)
     assert store.conn.execute("SELECT count(*) FROM cue_vec v JOIN cues c ON c.id = v.cue_id "
                               "WHERE c.kind != 'statement'").fetchone()[0] == n  # fmt: skip
-    assert store.conn.execute("SELECT count(*) FROM cues_fts WHERE cues_fts MATCH 'lisbon'").fetchone()[0] >= 4
+    assert (
+        store.conn.execute(
+            "SELECT count(*) FROM extracted_cues_fts WHERE extracted_cues_fts MATCH 'lisbon'"
+        ).fetchone()[0]
+        >= 4
+    )
     for s, e, text in store.conn.execute(
         "SELECT c.span_start, c.span_end, t.text FROM cues c JOIN turns t ON t.id = c.turn_id"
     ):
@@ -230,3 +235,34 @@ def test_watch_runs_the_worker_only_when_a_model_is_configured(tmp_path: Path) -
     stop = threading.Event()
     stop.set()  # opens the store, loads the model, sees the stop and returns
     loop(stop)
+
+
+def test_extracted_cues_never_change_the_model_free_scores(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
+    """ "off": the same context as a store never enriched; "anchors": extra candidates
+    only, every turn both pools share keeps its score; "all": cues are scored too."""
+    from dataclasses import replace
+
+    from localmem.config import RetrievalParams
+
+    plain = Store(tmp_path / "plain.db", embedder=HashEmbedder(), settings=Settings(db=tmp_path / "plain.db"))
+    rich = Store(tmp_path / "rich.db", embedder=HashEmbedder(), settings=Settings(db=tmp_path / "rich.db"))
+    for s in (plain, rich):
+        s.write_sessions(garden_sessions)
+    jobs.run_worker(rich, ScriptedGenerator(), until_empty=True)
+    assert rich.conn.execute("SELECT count(*) FROM cues WHERE kind = 'keyword'").fetchone()[0] > 0
+
+    def ask(s: Store, mode: str, q: str) -> dict[str, float]:
+        s.settings = replace(s.settings, retrieval=RetrievalParams(extracted_cues=mode))
+        return {t.text: t.score for t in s.reconstruct(q, budget_tokens=4000).turns}
+
+    for q in ("What did Ana plant next to the tomatoes?", "Where did Ben take the bike?", "Main Street"):
+        base = ask(plain, "anchors", q)
+        assert ask(rich, "off", q) == base
+        wider = ask(rich, "anchors", q)
+        assert set(base) <= set(wider)
+        assert all(wider[t] == base[t] for t in base)
+        ask(rich, "all", q)  # runs
+    with pytest.raises(Exception, match="extracted_cues"):
+        RetrievalParams(extracted_cues="some")
+    plain.close()
+    rich.close()
