@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class Candidate:
     turn_id: int
     score: float
-    reason: str  # anchor / temporal / semantic
+    reason: str  # anchor / temporal / semantic / extracted
     why: str = ""
 
 
@@ -69,7 +69,7 @@ def pack(cands: Sequence[Candidate], rows: dict[int, TurnRow], budget_tokens: in
     chosen: list[Candidate] = []
     for c in cands:
         row = rows[c.turn_id]
-        cost = count_words(turn_line(row))
+        cost = row.words + len(row.speaker.split())  # words of turn_line(row)
         if row.session_id not in sessions:
             cost += count_words(header_line(row))
         if used + cost > cap:
@@ -132,7 +132,12 @@ def check_budget(store: Store, budget_tokens: int) -> None:
 
 def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Context:
     """Pack a scored pool into the budget (best evidence per word first) and render it."""
-    cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in value_order(prob, pool.words)]
+    order = value_order(prob, pool.words)
+    # Turns only a model-extracted cue proposed pack after every model-free candidate:
+    # they can use budget left over, never take a place the model-free ranking chose.
+    late = np.array([pool.reasons[j][0] == "extracted" for j in order], dtype=bool)
+    order = np.concatenate([order[~late], order[late]]) if late.any() else order
+    cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in order]
     rows = search.turn_rows(store.conn, [c.turn_id for c in cands])
     text, ordered = render(pack(cands, rows, budget_tokens), rows)
     evidence = tuple(
@@ -166,7 +171,7 @@ class _Signals:
     bm: np.ndarray  # bm25 of each turn, 0 if no match
     cbs: np.ndarray  # bm25 of each cue, 0 if no match
     lists: list[list[int]]  # the four ranked lists, as turn mirror positions
-    extra: list[int]  # turns proposed by model-extracted cues (RetrievalParams.extracted_cues == "anchors")
+    extra: list[int]  # turns proposed by model-extracted cues (RetrievalParams.extracted_cues == "fill")
 
 
 def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: int) -> _Signals:
@@ -175,11 +180,12 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
     tsims = tm.mat @ qvec
     tsims_v = np.where(visible, tsims, -np.inf)
     csims = cm.mat @ qvec
-    cue_pos = tm.index_of(cm.turns)
+    cue_pos = store.cue_turn_positions()
     cue_ok = (cue_pos >= 0) & visible[np.maximum(cue_pos, 0)]
     # Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
-    # statement cues; "anchors" keeps every list and feature model-free (what the scorer
-    # was fitted on) and lets them only propose extra candidates; "off" ignores them.
+    # statement cues; "fill" keeps every list and feature model-free (what the scorer
+    # was fitted on) and lets them only propose extra candidates, packed last; "off"
+    # ignores them.
     mode = store.params.extracted_cues
     extracted = cue_ok & ~cm.statement
     if mode != "all":
@@ -217,7 +223,8 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
 
 
 def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> np.ndarray:
-    ids, scores = search.lexical(store.conn, table, query)
+    # Under a filter the best matches may all be invisible: then rank every match.
+    ids, scores = search.lexical(store.conn, table, query, limit=1000 if ok.all() else -1)
     out = np.zeros(len(mirror.ids))
     pos = mirror.index_of(ids)
     keep = (pos >= 0) & ok[np.maximum(pos, 0)] & (scores > 0)
@@ -308,7 +315,7 @@ def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
     anchors = {pos: v / best for pos, v in fused.items()}
     reason = _expand(store, tm, anchors, visible)
     for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
-        reason.setdefault(pos, ("anchor", "matched a model-extracted cue"))
+        reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
     feats = _features(query, tm, store.mirror("cue"), sig, anchors, pool)
     return Pool(tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors))

@@ -81,6 +81,7 @@ class Store:
             embedder = OnnxMiniLM()
         self.embedder = embedder
         self._mirrors: dict[str, VectorMirror] = {}
+        self._cue_pos: tuple[tuple[int, int, int, int], np.ndarray] | None = None
         if not rebind:
             self._bind_embedder()
 
@@ -93,6 +94,15 @@ class Store:
             )
         m.sync(self.conn)
         return m
+
+    def cue_turn_positions(self) -> np.ndarray:
+        """For each row of the cue mirror, its turn's position in the turn mirror (-1 if
+        absent); cached until either mirror changes."""
+        tm, cm = self.turn_mirror(), self.mirror("cue")
+        key = (len(tm.ids), int(tm.ids[-1]) if len(tm.ids) else 0, len(cm.ids), int(cm.ids[-1]) if len(cm.ids) else 0)
+        if self._cue_pos is None or self._cue_pos[0] != key:
+            self._cue_pos = (key, tm.index_of(cm.turns))
+        return self._cue_pos[1]
 
     def turn_mirror(self) -> TurnMirror:
         m = self.mirror("turn")

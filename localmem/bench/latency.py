@@ -96,7 +96,7 @@ def run(
                 times.append(1000 * (time.perf_counter() - t1))
             times.sort()
             rows.append(
-                {
+                row := {
                     "turns": n,
                     "ingest_turns_per_s": round(written / ingest_s, 1) if written else None,
                     "reconstruct_p50_ms": round(statistics.median(times), 2),
@@ -104,6 +104,7 @@ def run(
                     "db_mb": round(store.stats()["bytes"] / 1e6, 1),
                 }
             )
+            log(f"{n}: {row}")
         finally:
             store.close()
     return {"benchmark": "latency", "embedder": embedder.model_id, "rows": rows}

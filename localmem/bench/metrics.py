@@ -108,7 +108,7 @@ def _ranked_turns(store: Store, query: str, as_of: str | None, lexical: bool, de
     visible = visible_mask(store, tm, Filter(as_of=as_of))
     lists: list[list[tuple[int, float]]] = []
     if lexical:
-        ids, scores = search.lexical(store.conn, "turns_fts", query)
+        ids, scores = search.lexical(store.conn, "turns_fts", query, limit=-1)
         pos = tm.index_of(ids)
         ok = (pos >= 0) & visible[np.maximum(pos, 0)]
         order = np.argsort(-scores, kind="stable")
