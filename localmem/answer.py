@@ -1,0 +1,81 @@
+"""Answer a question from memory: reconstruct the context, then the local model answers.
+
+The model is told to prefer the most recent evidence closest to the question time when
+statements disagree (CueMem 5.3's priority instruction) and to say it does not know
+when the context does not hold the answer. One model call, JSON-schema constrained;
+the reconstructed turns are returned with the answer, so every answer is cited.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from localmem.records import Context
+
+if TYPE_CHECKING:
+    from localmem.llm import Generator
+    from localmem.store import Store
+
+MAX_ANSWER_TOKENS = 200
+SYSTEM_PROMPT = """You answer questions about past conversations using only the memory excerpts given.
+The excerpts are in time order, grouped by session with its date. When excerpts disagree, trust the most
+recent one closest to the question time. Resolve relative dates ("yesterday", "last week") from the date
+of the session they were said in. If the excerpts do not contain the answer, say that you do not know.
+Answer in one or two short sentences."""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 600}},
+    "required": ["answer"],
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    answer: str
+    context: Context
+    model: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "model": self.model,
+            "context_tokens": self.context.tokens,
+            "turns": [
+                {"turn_id": t.turn_id, "session": t.session, "timestamp": t.timestamp, "reason": t.reason}
+                for t in self.context.turns
+            ],
+        }
+
+
+def messages(question: str, ctx: Context, now: str | None = None) -> list[dict[str, str]]:
+    when = f"Question time: {now}\n" if now else ""
+    memory = ctx.text or "(no memories found)"
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Memory excerpts:\n{memory}\n\n{when}Question: {question}"},
+    ]
+
+
+def answer(
+    store: Store,
+    gen: Generator,
+    question: str,
+    *,
+    budget_tokens: int | None = None,
+    as_of: str | None = None,
+    scope: str | None = None,
+) -> Answer:
+    """Reconstruct the context for ``question`` and let ``gen`` answer from it."""
+    ctx = store.reconstruct(question, budget_tokens, as_of=as_of, scope=scope)
+    out = gen.generate_json(messages(question, ctx, as_of), SCHEMA, max_tokens=MAX_ANSWER_TOKENS, temperature=0.0)
+    try:
+        data = json.loads(out.text)
+        text = str(data.get("answer", "")).strip() if isinstance(data, dict) else ""
+    except json.JSONDecodeError:
+        text = out.text.strip()
+    return Answer(question, text or "I don't know.", ctx, gen.model_id)

@@ -1,0 +1,131 @@
+"""The server's long-lived state (the lifespan's value) and the background enrichment worker.
+
+Invariants:
+- every use of the store's connection goes through :meth:`AppState.call` (or holds
+  ``AppState.lock``): one call at a time, on a worker thread so the event loop never
+  blocks;
+  library errors become tool errors with the library's message;
+- a write that still meets "database is locked" after the busy timeout (another process
+  held the write lock that long) is retried with back-off before it reaches the client;
+- the enrichment worker runs in a thread of its own with its own store connection
+  (one connection per thread), only when a model is configured, and stops with the
+  lifespan.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import apsw
+from mcp.server.mcpserver.exceptions import ToolError
+
+from localmem.errors import LocalmemError, ModelError
+from localmem.llm import Generator
+from localmem.store import Store
+
+log = logging.getLogger("localmem.mcp")
+R = TypeVar("R")
+RETRY_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+def retry_locked(fn: Callable[[], R], waits: tuple[float, ...] = RETRY_WAITS_S) -> R:
+    """Run ``fn``, again after a pause each time SQLite says the database is busy/locked."""
+    for wait in (*waits, None):
+        try:
+            return fn()
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            if wait is None:
+                raise LocalmemError("the database stayed locked by another process; try again in a moment") from exc
+            log.info("database busy (%s); retrying in %.1fs", exc, wait)
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class WorkerStatus:
+    running: bool = False
+    model: str | None = None
+    turns: int = 0
+    error: str | None = None
+
+
+@dataclass
+class AppState:
+    """What every tool call reaches through ``ctx.request_context.lifespan_context``."""
+
+    store: Store
+    generator: Generator | None
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one store call at a time
+    worker: WorkerStatus = field(default_factory=WorkerStatus)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    async def call(self, fn: Callable[..., R], *args: Any, write: bool = False, **kwargs: Any) -> R:
+        """Run a library call on the store: serialised, off the event loop, errors translated."""
+        job = functools.partial(fn, *args, **kwargs)
+        if write:
+            job = functools.partial(retry_locked, job)
+
+        def locked() -> R:
+            with self.lock:
+                return job()
+
+        try:
+            return await anyio.to_thread.run_sync(locked)
+        except LocalmemError as exc:
+            raise ToolError(str(exc)) from exc
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            raise ToolError("the database is busy (another process is writing); try again") from exc
+
+    # -- the enrichment worker ---------------------------------------------------------
+
+    def start_worker(self) -> None:
+        if self.generator is None or self._thread is not None:
+            return
+        if str(self.store.path) == ":memory:":
+            log.warning("enrichment worker not started: an in-memory database cannot be shared with a thread")
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._work, name="localmem-mcp-worker", daemon=True)
+        self.worker.running = True
+        self.worker.model = self.generator.model_id
+        self._thread.start()
+
+    def stop_worker(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.worker.running = False
+
+    def _work(self) -> None:
+        from localmem.jobs import run_worker
+
+        assert self.generator is not None
+        try:
+            while not self._stop.is_set():
+                try:
+                    with Store(self.store.path, embedder=self.store.embedder, settings=self.store.settings) as own:
+
+                        def progress(n: int) -> None:
+                            self.worker.turns += n
+
+                        run_worker(own, self.generator, stop=self._stop, progress=progress)
+                    return
+                except ModelError as exc:  # a model that cannot load will not load on a retry
+                    self.worker.error = str(exc)
+                    log.error("enrichment stopped: %s", exc)
+                    return
+                except (LocalmemError, apsw.Error) as exc:
+                    self.worker.error = str(exc)
+                    log.warning("enrichment worker error (restarting in 5 s): %s", exc)
+                    self._stop.wait(5.0)
+        finally:
+            self.worker.running = False
