@@ -31,14 +31,15 @@ class RetrievalParams:
     candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
     rrf_k: float = 60.0
     # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
-    # statement cues (ranked lists and the scorer's cue features); "anchors" = their
-    # best matches only add candidate turns to the pool, while lists and features stay
-    # the model-free ones the scorer was fitted on; "off" = not used (README, Models).
-    extracted_cues: str = "anchors"
+    # statement cues (ranked lists and the scorer's cue features, which were fitted
+    # without them); "fill" = the turns their best matches point at join the pool and
+    # are packed after every model-free candidate, into budget left over, so recall is
+    # never below the model-free figure; "off" = not used (README, Models).
+    extracted_cues: str = "fill"
 
     def __post_init__(self) -> None:
-        if self.extracted_cues not in ("all", "anchors", "off"):
-            raise ConfigError(f"retrieval.extracted_cues must be all, anchors or off; got {self.extracted_cues!r}")
+        if self.extracted_cues not in ("all", "fill", "off"):
+            raise ConfigError(f"retrieval.extracted_cues must be all, fill or off; got {self.extracted_cues!r}")
 
     # "span": a cue's vector pools the turn's own forward pass over the cue's span (one
     # pass per turn, ~4x faster ingest, same held-out recall); "separate": embed each
