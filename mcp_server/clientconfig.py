@@ -1,0 +1,84 @@
+"""Client set-up: the server entry for Claude Desktop, VS Code and Cursor, with ABSOLUTE
+paths to the interpreter and the database (a relative command is the most common
+reason a client cannot start a server), printed or merged into the client's file.
+
+Merging keeps every other entry, writes a timestamped backup of the old file first,
+and refuses a file that is not valid JSON rather than overwrite it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from localmem.config import Settings
+from localmem.errors import InputError
+
+CLIENTS = ("claude-desktop", "vscode", "cursor")
+SERVER_NAME = "localmem"
+
+
+def server_entry(settings: Settings, client: str) -> dict[str, Any]:
+    args = ["-m", "mcp_server", "--db", str(Path(settings.db).expanduser().resolve())]
+    if settings.model:
+        args += ["--model", str(Path(settings.model).expanduser().resolve())]
+    entry: dict[str, Any] = {"command": str(Path(sys.executable).absolute()), "args": args}
+    if client == "vscode":
+        entry = {"type": "stdio", **entry}
+    return entry
+
+
+def snippet(settings: Settings, client: str) -> dict[str, Any]:
+    """The JSON a client's config file needs (VS Code keys servers by ``servers``)."""
+    key = "servers" if client == "vscode" else "mcpServers"
+    return {key: {SERVER_NAME: server_entry(settings, client)}}
+
+
+def config_path(client: str) -> Path:
+    """Where the client reads its servers from (VS Code: this workspace's .vscode/mcp.json)."""
+    home = Path.home()
+    if client == "claude-desktop":
+        if sys.platform == "darwin":
+            return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+        if sys.platform == "win32":
+            return (
+                Path(os.environ.get("APPDATA", home / "AppData" / "Roaming")) / "Claude" / "claude_desktop_config.json"
+            )
+        return Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "Claude" / "claude_desktop_config.json"
+    if client == "cursor":
+        return home / ".cursor" / "mcp.json"
+    if client == "vscode":
+        return Path.cwd() / ".vscode" / "mcp.json"
+    raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
+
+
+def install(settings: Settings, client: str, path: Path | None = None) -> tuple[Path, Path | None]:
+    """Merge the entry into the client's config file; returns (file, backup or None)."""
+    target = path or config_path(client)
+    data: dict[str, Any] = {}
+    backup: Path | None = None
+    if target.exists():
+        try:
+            loaded = json.loads(target.read_text("utf-8") or "{}")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"cannot read it as JSON ({exc}); fix or move it first", path=str(target)) from exc
+        if not isinstance(loaded, dict):
+            raise InputError("expected a JSON object at the top", path=str(target))
+        data = loaded
+        backup = target.with_name(f"{target.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
+        shutil.copy2(target, backup)
+    for key, servers in snippet(settings, client).items():
+        section = data.setdefault(key, {})
+        if not isinstance(section, dict):
+            raise InputError(f"'{key}' is not a JSON object", path=str(target))
+        section.update(servers)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    os.replace(tmp, target)
+    return target, backup
