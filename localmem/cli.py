@@ -146,6 +146,33 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget", type=int, default=300, help="token budget (default 300)")
     c.set_defaults(func=cmd_demo)
 
+    c = sub.add_parser(
+        "serve",
+        help="run the MCP server (stdio for desktop clients, or HTTP on 127.0.0.1)",
+        description="Run localmem's MCP server. stdio (default) is what desktop clients start; --transport http "
+        "serves streamable HTTP on 127.0.0.1 (another --host needs --token). Logs go to stderr.",
+    )
+    from mcp_server.serve import add_arguments
+
+    add_arguments(c)
+    c.set_defaults(func=cmd_serve)
+
+    c = sub.add_parser(
+        "mcp-config",
+        help="print or install the MCP server entry for Claude Desktop, VS Code or Cursor",
+        description="Print the client configuration that starts this server (absolute interpreter and database "
+        "paths); --install merges it into the client's config file after a backup.",
+    )
+    c.add_argument(
+        "--client",
+        choices=["claude-desktop", "vscode", "cursor"],
+        default="claude-desktop",
+        help="the client (default claude-desktop)",
+    )
+    c.add_argument("--install", action="store_true", help="merge into the client's config file (backup first)")
+    c.add_argument("--path", type=Path, help="the config file to install into (default: the client's own)")
+    c.set_defaults(func=cmd_mcp_config)
+
     from localmem.bench.cli import add_bench_parser
 
     add_bench_parser(sub)
@@ -381,6 +408,25 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         + ", ".join(f"{t.turn_id} ({t.reason})" for t in ctx.turns)
         + "]"
     )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from mcp_server.serve import run_from_args
+
+    return run_from_args(args, settings)
+
+
+def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
+    from mcp_server import clientconfig
+
+    if args.install:
+        target, backup = clientconfig.install(settings, args.client, args.path)
+        print(f"installed the localmem server into {target}" + (f" (backup: {backup})" if backup else ""))
+        print("restart the client to load it", file=sys.stderr)
+        return 0
+    print(json.dumps(clientconfig.snippet(settings, args.client), indent=2))
+    print(f"# merge into {clientconfig.config_path(args.client)}, or run with --install", file=sys.stderr)
     return 0
 
 
