@@ -71,9 +71,11 @@ def build_server(
     )
     for fn, description in tools.TOOLS:
         hint = DESTROYS if fn is tools.forget else WRITES if fn is tools.remember else READ_ONLY
-        server.add_tool(fn, description=description, annotations=hint, structured_output=True)
+        server.add_tool(fn, description=" ".join(description.split()), annotations=hint, structured_output=True)
     if generator is not None:
-        server.add_tool(tools.answer, description=tools.ANSWER, annotations=READ_ONLY, structured_output=True)
+        server.add_tool(
+            tools.answer, description=" ".join(tools.ANSWER.split()), annotations=READ_ONLY, structured_output=True
+        )
     _add_resources(server, store, lock)
     return server
 
