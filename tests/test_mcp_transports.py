@@ -1,0 +1,206 @@
+"""The real server in subprocesses, with the real default embedder: stdio through the
+SDK's stdio client, two servers writing one file at once, streamable HTTP on loopback
+(Origin/Host checks) and off loopback (bearer token), and the MCP Inspector's CLI as an
+independent client when it is installed."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.pop("LOCALMEM_MODEL", None)
+    return e
+
+
+def stdio(db: Path) -> Client:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_server", "--db", str(db)], env=env(), cwd=str(ROOT)
+    )
+    return Client(params, read_timeout_seconds=60)
+
+
+async def call(c: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    res = await c.call_tool(name, args)
+    assert not res.is_error, res.content
+    assert res.structured_content is not None
+    return res.structured_content
+
+
+async def test_stdio_subprocess_end_to_end(tmp_path: Path) -> None:
+    async with stdio(tmp_path / "mem.db") as c:
+        names = [t.name for t in (await c.list_tools()).tools]
+        assert {"remember", "reconstruct", "forget", "search_cues", "memory_stats"} <= set(names)
+        turns = [
+            {"text": "I adopted a grey cat called Miso.", "speaker": "Ana", "timestamp": "2024-04-02T18:00"},
+            {"text": "Miso hides under the sofa all day.", "speaker": "Ana", "timestamp": "2024-04-03T09:00"},
+        ]
+        out = await call(c, "remember", {"turns": turns, "session": "pets"})
+        assert len(out["turn_ids"]) == 2
+        ctx = await call(c, "reconstruct", {"query": "What is the name of Ana's cat?"})
+        assert "Miso" in ctx["text"] and ctx["turns"]
+        bad = await c.call_tool("reconstruct", {"query": "x", "as_of": "whenever"})
+        assert bad.is_error
+        gone = await call(c, "forget", {"session": "pets"})
+        assert gone["deleted_turns"] == 2
+        assert (await call(c, "memory_stats", {}))["turns"] == 0
+
+
+async def test_two_servers_write_one_file_concurrently(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    calls, per_call = 12, 4
+
+    async def writer(c: Client, who: str) -> None:
+        for i in range(calls):
+            turns = [{"text": f"{who} note {i}.{j}: the sky was colour {j}.", "speaker": who} for j in range(per_call)]
+            await call(c, "remember", {"turns": turns, "session": f"{who}-{i}"})
+
+    async with stdio(db) as a, stdio(db) as b:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer, a, "Ana")
+            tg.start_soon(writer, b, "Ben")
+        stats = await call(a, "memory_stats", {})
+        assert stats["turns"] == 2 * calls * per_call
+        assert stats["sessions"] == 2 * calls
+        # each server sees the other's writes (its vector mirror follows the file)
+        found = await call(b, "search_cues", {"text": "Ana note 3.0", "limit": 5})
+        assert any("Ana note 3.0" in h["cue"]["text"] for h in found["items"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(db: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "--db", str(db), "--transport", "http", "--port", str(port), *extra],
+        env=env(),
+        cwd=str(ROOT),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, port
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("HTTP server did not start")
+
+
+@pytest.fixture
+def stop_later() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def post(port: int, headers: dict[str, str]) -> int:
+    """The HTTP status of an initialize request with these extra headers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("POST", "/mcp", body=json.dumps(INIT), headers={**HEADERS, **headers})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+async def test_http_loopback_with_origin_and_host_checks(
+    tmp_path: Path, stop_later: list[subprocess.Popen[bytes]]
+) -> None:
+    proc, port = start_http(tmp_path / "mem.db")
+    stop_later.append(proc)
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with Client(url) as c:
+        out = await call(c, "remember", {"turns": [{"text": "The wifi password is on the fridge."}]})
+        assert out["new_turns"] == 1
+        ctx = await call(c, "reconstruct", {"query": "where is the wifi password"})
+        assert "fridge" in ctx["text"]
+    assert post(port, {"origin": f"http://localhost:{port}"}) == 200
+    assert post(port, {"origin": "http://evil.example"}) == 403
+    assert post(port, {"host": "evil.example"}) == 421
+
+
+async def test_http_off_loopback_needs_a_token(tmp_path: Path, stop_later: list[subprocess.Popen[bytes]]) -> None:
+    args = ["--db", str(tmp_path / "mem.db"), "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())]
+    refused = subprocess.run(
+        [sys.executable, "-m", "mcp_server", *args],
+        env={k: v for k, v in env().items() if k != "LOCALMEM_MCP_TOKEN"},
+        cwd=str(ROOT),
+        capture_output=True,
+        timeout=60,
+    )
+    assert refused.returncode != 0 and b"bearer token" in refused.stderr
+    proc, port = start_http(tmp_path / "mem.db", "--host", "0.0.0.0", "--token", "s3cret")
+    stop_later.append(proc)
+    assert post(port, {}) == 401
+    assert post(port, {"authorization": "Bearer nope"}) == 401
+    assert post(port, {"authorization": "Bearer s3cret"}) == 200
+
+
+def inspector() -> str | None:
+    found = os.environ.get("LOCALMEM_INSPECTOR") or shutil.which("mcp-inspector")
+    return found if found and Path(found).exists() else None
+
+
+@pytest.mark.skipif(
+    inspector() is None, reason="@modelcontextprotocol/inspector not installed (set LOCALMEM_INSPECTOR)"
+)
+def test_inspector_cli_as_an_independent_client(tmp_path: Path) -> None:
+    base = [inspector() or "", "--cli", "-e", f"PYTHONPATH={ROOT}", sys.executable, "-m", "mcp_server"]
+    base += ["--db", str(tmp_path / "mem.db")]
+
+    def run(*args: str) -> dict[str, Any]:
+        out = subprocess.run([*base, *args], capture_output=True, timeout=60, cwd=str(ROOT))
+        assert out.returncode == 0, out.stderr.decode()
+        data: dict[str, Any] = json.loads(out.stdout)
+        return data
+
+    assert "reconstruct" in [t["name"] for t in run("--method", "tools/list")["tools"]]
+    wrote = run("--method", "tools/call", "--tool-name", "remember", "--tool-arg", 'turns=[{"text": "I like tea."}]')
+    assert wrote["structuredContent"]["new_turns"] == 1
