@@ -1,7 +1,8 @@
 """``localmem bench latency``: a synthetic store of N turns; ingest turns/s (embedding
 included), reconstruct p50/p95 (query embedding included), database size.
 
-Synthetic turns are built from a fixed vocabulary with a seeded RNG so runs compare.
+Synthetic turns are sentences of pseudo-words drawn with Zipf-like frequencies from a
+seeded RNG, so runs compare and lexical selectivity resembles real chat.
 """
 
 from __future__ import annotations
@@ -18,51 +19,49 @@ from localmem.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.store import Store
 
-_PEOPLE = ["Maya", "Tomas", "Ines", "Ravi", "Lena", "Omar", "Chen", "Sofia"]
-_VERBS = ["visited", "painted", "cooked", "booked", "read about", "talked about", "fixed", "planned", "lost", "found"]
-_THINGS = [
-    "the old bike",
-    "a pottery class",
-    "the garden shed",
-    "a trip to Lisbon",
-    "the new job",
-    "a marathon plan",
-    "grandma's recipe",
-    "the piano lesson",
-    "a camping weekend",
-    "the broken laptop",
-    "a birthday party",
-    "the book club",
-    "a dog shelter",
-    "the tax forms",
-    "a yoga retreat",
-    "the science fair",
-]
-_TAILS = [
-    "yesterday.",
-    "last week.",
-    "and it went well.",
-    "but it was harder than expected.",
-    "with my sister.",
-    "again!",
-]
+_PEOPLE = [f"{a}{b}" for a in ("Ma", "To", "In", "Ra", "Le", "Om", "Che", "So") for b in ("ya", "mas", "es", "vi", "na")]
+_SYLLABLES = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "pi", "na", "ru", "es", "tal", "bo", "gi", "fen"]
+
+
+def _vocabulary(rng: random.Random, size: int = 4000) -> tuple[list[str], list[float]]:
+    """Pseudo-words with Zipf-like frequencies, as in real chat (a few very common words,
+    a long tail of rare ones) so FTS and vector search see realistic selectivity."""
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3))))
+    ordered = sorted(words)
+    rng.shuffle(ordered)
+    return ordered, [1.0 / (rank + 1) ** 1.07 for rank in range(size)]
 
 
 def synthetic_sessions(n_turns: int, seed: int = 7, per_session: int = 20) -> list[SessionIn]:
     rng = random.Random(seed)
+    vocab, weights = _vocabulary(rng)
     sessions = []
     for s in range(0, n_turns, per_session):
         day = s // per_session
         turns = []
-        for _i in range(min(per_session, n_turns - s)):
-            who = rng.choice(_PEOPLE)
+        for _ in range(min(per_session, n_turns - s)):
             sentences = [
-                f"I {rng.choice(_VERBS)} {rng.choice(_THINGS)} {rng.choice(_TAILS)}" for _ in range(rng.randint(1, 3))
+                " ".join(rng.choices(vocab, weights, k=rng.randint(5, 16))).capitalize() + "."
+                for _ in range(rng.randint(1, 3))
             ]
-            turns.append(TurnIn(text=" ".join(sentences), speaker=who))
-        start = f"2024-{1 + (day // 28) % 12:02d}-{1 + day % 28:02d}T10:00:00"
+            turns.append(TurnIn(text=" ".join(sentences), speaker=rng.choice(_PEOPLE)))
+        start = f"{2020 + day // 336}-{1 + (day // 28) % 12:02d}-{1 + day % 28:02d}T10:00:00"
         sessions.append(SessionIn(key=f"s{day}", turns=tuple(turns), started_at=start, source="synthetic"))
     return sessions
+
+
+def synthetic_queries(sessions: list[SessionIn], n: int, seed: int = 11) -> list[str]:
+    """Questions built from words of random stored turns, naming their speaker."""
+    rng = random.Random(seed)
+    turns = [t for s in sessions for t in s.turns]
+    out = []
+    for _ in range(n):
+        t = rng.choice(turns)
+        words = t.text.rstrip(".").split()
+        out.append(f"What did {t.speaker} say about {' '.join(rng.sample(words, min(4, len(words))))}?")
+    return out
 
 
 def run(
@@ -74,7 +73,6 @@ def run(
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
     rows = []
-    rng = random.Random(11)
     for n in sizes:
         path = workdir / f"latency-{n}.db"
         store = Store(path, embedder=embedder, settings=settings)
@@ -87,7 +85,7 @@ def run(
                 written += sum(r.new_turns for r in store.write_sessions(sessions[i : i + 10]))
                 log(f"{n}: {existing + written} turns")
             ingest_s = time.perf_counter() - t0
-            qs = [f"What did {rng.choice(_PEOPLE)} do with {rng.choice(_THINGS)}?" for _ in range(queries)]
+            qs = synthetic_queries(sessions, queries)
             store.reconstruct(qs[0])
             times = []
             for q in qs:
