@@ -1,0 +1,199 @@
+"""The topic layer: turns of a session grouped into labelled topics (MRAgent 3.2).
+
+A ``topics`` job (in the durable ``jobs`` table, kind ``topics``) is queued per session
+whose turns are not all in a topic yet; its ``turn_id`` is the session's newest turn,
+so new turns in a session queue a new job (incremental). Running a job:
+
+- the session's unassigned turns, in order, extend its last topic while they stay
+  similar to it (embedding cosine to the topic's mean >= ``SIMILAR``) and it has fewer
+  than ``MAX_TURNS`` turns; otherwise they start a new topic;
+- each new or grown topic gets a short label and summary from the model (one
+  schema-constrained call), or without a model its top keywords as the label and its
+  speakers and dates as the summary;
+- topics, their member turns and ``done`` commit in one transaction.
+
+``jobs.py``'s worker only claims ``extract`` jobs; this module claims its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from localmem import db, search
+from localmem.errors import LocalmemError
+from localmem.jobs import now_iso
+from localmem.llm import Generator
+from localmem.store import Store
+
+KIND = "topics"
+SIMILAR = 0.25
+MAX_TURNS = 12
+LABEL_TOKENS = 120
+SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"type": "string", "maxLength": 60}, "summary": {"type": "string", "maxLength": 300}},
+    "required": ["label", "summary"],
+}
+PROMPT = """You name the topic of a stretch of conversation. Reply with JSON: "label" (two to five words)
+and "summary" (one sentence saying who talked about what)."""
+
+
+@dataclass
+class TopicStats:
+    jobs: int = 0
+    topics_created: int = 0
+    topics_grown: int = 0
+    turns: int = 0
+    model_calls: int = 0
+
+
+def enqueue(store: Store) -> int:
+    """Queue a topics job for each session with turns outside every topic."""
+    with db.transaction(store.conn):
+        rows = store.conn.execute(
+            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, max(t.id) FROM turns t "
+            "WHERE t.id NOT IN (SELECT turn_id FROM topic_turns) GROUP BY t.session_id RETURNING id",
+            (KIND,),
+        ).fetchall()
+    return len(rows)
+
+
+def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
+    """A label from the most frequent keywords (extracted ones first, else words)."""
+    marks = ",".join("?" * len(turn_ids))
+    kws = [
+        str(r[0]).lower()
+        for r in store.conn.execute(f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks})", turn_ids)
+    ]
+    rows = search.turn_rows(store.conn, turn_ids)
+    if not kws:
+        for r in rows.values():
+            kws += [w for w in re.findall(r"[a-z][a-z']{2,}", r.text.lower()) if w not in search.STOPWORDS]
+    top = [w for w, _ in Counter(kws).most_common(3)]
+    label = ", ".join(top) or "conversation"
+    speakers = sorted({r.speaker for r in rows.values() if r.speaker})
+    times = sorted(r.ts for r in rows.values() if r.ts)
+    when = f" on {times[0][:10]}" if times else ""
+    return label, f"{len(turn_ids)} turns{when} by {', '.join(speakers) or 'unknown'} about {label}."
+
+
+def _label_model(store: Store, gen: Generator, turn_ids: list[int]) -> tuple[str, str] | None:
+    rows = search.turn_rows(store.conn, turn_ids)
+    lines = [f"{rows[t].speaker}: {rows[t].text[:300]}" for t in turn_ids if t in rows][:MAX_TURNS]
+    msgs = [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+    try:
+        out = gen.generate_json(msgs, SCHEMA, max_tokens=LABEL_TOKENS, temperature=0.0)
+        data = json.loads(out.text)
+    except (LocalmemError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    label, summary = str(data.get("label", "")).strip(), str(data.get("summary", "")).strip()
+    return (label[:60], summary[:300]) if label else None
+
+
+def _vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
+    tm = store.turn_mirror()
+    pos = tm.index_of(np.array(turn_ids, dtype=np.int64))
+    out = np.zeros((len(turn_ids), tm.mat.shape[1] if len(tm.ids) else 1), dtype=np.float32)
+    for i, p in enumerate(pos):
+        if p >= 0:
+            out[i] = tm.mat[p]
+    return out
+
+
+def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
+    """(topic id or None for a new topic, turn ids to add) for a session's unassigned turns."""
+    rows = store.conn.execute(
+        "SELECT t.id, (SELECT tt.topic_id FROM topic_turns tt WHERE tt.turn_id = t.id LIMIT 1) "
+        "FROM turns t WHERE t.session_id = ? ORDER BY t.ord",
+        (session_id,),
+    ).fetchall()
+    last_topic: int | None = None
+    last_members: list[int] = []
+    todo: list[int] = []
+    for tid, topic in rows:
+        if topic is not None:
+            if topic != last_topic:
+                last_topic, last_members = int(topic), []
+            last_members.append(int(tid))
+        else:
+            todo.append(int(tid))
+    if not todo:
+        return []
+    vecs = dict(zip(last_members + todo, _vectors(store, last_members + todo), strict=True))
+    groups: list[tuple[int | None, list[int]]] = []
+    current: tuple[int | None, list[int]] = (last_topic, [])
+    members = list(last_members)
+    for tid in todo:
+        if members:
+            centroid = np.mean([vecs[m] for m in members], axis=0)
+            norm = float(np.linalg.norm(centroid)) or 1.0
+            sim = float(vecs[tid] @ centroid) / norm
+            if sim < SIMILAR or len(members) >= MAX_TURNS:
+                if current[1]:
+                    groups.append(current)
+                current, members = (None, []), []
+        current[1].append(tid)
+        members.append(tid)
+    if current[1]:
+        groups.append(current)
+    return groups
+
+
+def run_job(store: Store, job_id: int, turn_id: int, gen: Generator | None, stats: TopicStats) -> None:
+    row = store.conn.execute("SELECT session_id FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    plan = group(store, int(row[0])) if row else []
+    labels: list[tuple[int | None, list[int], str, str]] = []
+    for topic, add in plan:
+        members = add
+        if topic is not None:
+            members = [
+                int(r[0]) for r in store.conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ?", (topic,))
+            ] + add
+        got = _label_model(store, gen, members) if gen is not None else None
+        stats.model_calls += gen is not None
+        label, summary = got or _label_free(store, members)
+        labels.append((topic, add, label, summary))
+    with db.transaction(store.conn):
+        now = now_iso()
+        for topic, add, label, summary in labels:
+            if topic is None:
+                topic = int(
+                    store.conn.execute(
+                        "INSERT INTO topics(label, summary, updated_at) VALUES (?, ?, ?) RETURNING id",
+                        (label, summary, now),
+                    ).fetchone()[0]
+                )
+                stats.topics_created += 1
+            else:
+                store.conn.execute(
+                    "UPDATE topics SET label = ?, summary = ?, updated_at = ? WHERE id = ?",
+                    (label, summary, now, topic),
+                )
+                stats.topics_grown += 1
+            store.conn.executemany(
+                "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(topic, t) for t in add]
+            )
+            stats.turns += len(add)
+        store.conn.execute("UPDATE jobs SET state = 'done', updated_at = ? WHERE id = ?", (now, job_id))
+    stats.jobs += 1
+
+
+def run_topics(store: Store, gen: Generator | None = None) -> TopicStats:
+    """Queue what is missing, then run every pending topics job (oldest first)."""
+    enqueue(store)
+    stats = TopicStats()
+    jobs = store.conn.execute(
+        "SELECT id, turn_id FROM jobs WHERE kind = ? AND state = 'pending' ORDER BY id", (KIND,)
+    ).fetchall()
+    for job_id, turn_id in jobs:
+        if turn_id is None:
+            continue
+        run_job(store, int(job_id), int(turn_id), gen, stats)
+    return stats
