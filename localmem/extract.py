@@ -91,15 +91,17 @@ SYSTEM_PROMPT = """You index chat messages for a personal memory. For each numbe
 - "keywords": up to 3 of the message's most telling names, places, things or activities, each with a "tag" saying what it is;
 - "triples": the main fact the message states (or none), as subject "s", a short relation "r" in the message's words, object "o";
 - "facts": at most 1 lasting fact about a person: "person", "aspect", "value".
-Use only what the message says; leave a list empty when it says nothing worth remembering."""
+Use only what the message says; leave triples and facts empty when it states none."""
 
 
 def _enum(values: Sequence[str]) -> dict[str, Any]:
     return {"enum": list(values)} if values else {"type": "string", "maxLength": 0}
 
 
-def _list(item: dict[str, Any], most: int, allowed: bool = True) -> dict[str, Any]:
-    return {"type": "array", "maxItems": most if allowed else 0, "items": item}
+def _list(item: dict[str, Any], most: int, allowed: bool = True, least: int = 0) -> dict[str, Any]:
+    if not allowed:
+        return {"type": "array", "maxItems": 0, "items": item}
+    return {"type": "array", "minItems": least, "maxItems": most, "items": item}
 
 
 def schema(batch: Sequence[TurnInput], people: Sequence[str] = ()) -> dict[str, Any]:
@@ -119,7 +121,8 @@ def schema(batch: Sequence[TurnInput], people: Sequence[str] = ()) -> dict[str, 
         entries[f"m{i}"] = obj(
             {
                 "type": {"enum": list(MEMORY_TYPES)},
-                "keywords": _list(obj({"k": _enum(cands), "tag": {"enum": list(TAGS)}}), MAX_KEYWORDS, has),
+                # at least one keyword: small models otherwise answer [] for everything
+                "keywords": _list(obj({"k": _enum(cands), "tag": {"enum": list(TAGS)}}), MAX_KEYWORDS, has, 1),
                 "triples": _list(
                     obj({"s": _enum([*persons, *cands]), "r": {"type": "string", "maxLength": 24}, "o": _enum(cands)}),
                     MAX_TRIPLES,
