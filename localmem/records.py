@@ -55,7 +55,7 @@ class EvidenceTurn:
     timestamp: str | None
     speaker: str
     text: str
-    reason: str  # anchor / temporal / semantic / antecedent
+    reason: str  # anchor / temporal / semantic / extracted / antecedent
     score: float
     tokens: int
     why: str = ""
