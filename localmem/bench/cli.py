@@ -35,8 +35,13 @@ def add_bench_parser(sub: Any) -> None:
             c.add_argument(
                 "--model",
                 help="enrich each conversation with this GGUF chat model first ('default': the embedded "
-                "SmolLM2), so recall is measured with the extracted layer on",
+                "SmolLM2), so recall is measured with the extracted layer on; with --mode explore, the "
+                "model that explores (no enrichment unless --enrich)",
             )
+            c.add_argument("--mode", choices=["recall", "explore"], default="recall", help="what to measure")
+            c.add_argument("--questions", type=int, help="explore: at most N questions in all")
+            c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
+            c.add_argument("--enrich", action="store_true", help="explore: enrich with --model first")
         c.set_defaults(func=_run, bench=name)
 
     c = bsub.add_parser(
@@ -116,6 +121,20 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if unknown:
             raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
         mod = locomo if args.bench == "locomo" else longmemeval
+        if getattr(args, "mode", "recall") == "explore":
+            from localmem.llm import generator_for
+
+            if args.enrich:
+                _enrich_locomo(args, settings, workdir, embedder, log)
+            gen = generator_for(settings, None if args.model in (None, "default") else args.model)
+            budget = _ints(args.budgets, "--budgets")[0] if args.budgets else 2000
+            result = locomo.run_explore(
+                args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
+            )
+            print(locomo.explore_table(result))
+            if args.json:
+                print(json.dumps(result))
+            return 0
         if getattr(args, "model", None):
             _enrich_locomo(args, settings, workdir, embedder, log)
         result = mod.run(

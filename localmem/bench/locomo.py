@@ -110,3 +110,90 @@ def table(result: dict[str, Any]) -> str:
         lines.append(" | ".join(f"{r[c]!s:>11}" for c in cols))
     lines.append("ms per query: " + ", ".join(f"{k} {v}" for k, v in result["ms_per_query"].items()))
     return "\n".join(lines)
+
+
+def run_explore(
+    data: Path,
+    gen: Any,
+    workdir: Path,
+    embedder: Embedder,
+    settings: Settings,
+    limit: int | None = None,
+    questions: int | None = None,
+    budget: int = 2000,
+    max_rounds: int = 8,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    """``--mode explore``: per question, the evidence recall of the turns the model
+    explored and of its supports, rounds, calls and tokens, beside reconstruct's recall
+    at ``budget`` on the same questions."""
+    from localmem.explore import explore
+    from localmem.toolkit import turn_refs
+
+    samples = json.loads(data.read_text("utf-8"))
+    rows: list[dict[str, Any]] = []
+    for sample in samples[:limit] if limit else samples:
+        sid = str(sample["sample_id"])
+        store = open_conversation_store(workdir, sid, data, embedder, settings)
+        try:
+            for qa in sample.get("qa", []):
+                if questions is not None and len(rows) >= questions:
+                    break
+                ev, _bad = clean_evidence(qa.get("evidence") or [])
+                if qa.get("category") not in CATEGORIES or not ev:
+                    continue
+                t0 = time.perf_counter()
+                res = explore(store, gen, qa["question"], max_rounds=max_rounds)
+                secs = time.perf_counter() - t0
+                src = {t: r.source_id for t, r in turn_refs(store, res.evidence).items()}
+                seen = {src.get(t) for t in res.evidence}
+                sup = {src.get(t) for t in res.support}
+                ctx = store.reconstruct(qa["question"], budget)
+                rows.append(
+                    {
+                        "question": qa["question"],
+                        "category": CATEGORIES[qa["category"]],
+                        "explored_recall": sum(e in seen for e in ev) / len(ev),
+                        "support_recall": sum(e in sup for e in ev) / len(ev),
+                        "reconstruct_recall": found_fraction(ctx, ev),
+                        "explored_turns": len(res.evidence),
+                        "rounds": res.model_rounds,
+                        "calls": res.calls,
+                        "tokens": res.prompt_tokens + res.generated_tokens,
+                        "stop": res.stop_reason,
+                        "seconds": round(secs, 1),
+                        "answer": res.answer,
+                        "gold": str(qa.get("answer", "")),
+                    }
+                )
+                log(f"{sid} q{len(rows)}: {rows[-1]['stop']}, {res.calls} calls, {secs:.1f}s")
+        finally:
+            store.close()
+    n = max(1, len(rows))
+
+    def mean(k: str) -> float:
+        return round(sum(float(r[k]) for r in rows) / n, 3)
+
+    keys = ("explored_recall", "support_recall", "reconstruct_recall", "explored_turns", "rounds", "calls", "tokens")
+    return {
+        "benchmark": "locomo-explore",
+        "model": gen.model_id,
+        "questions": len(rows),
+        "reconstruct_budget": budget,
+        "mean": {k: mean(k) for k in keys},
+        "rows": rows,
+    }
+
+
+def explore_table(result: dict[str, Any]) -> str:
+    m = result["mean"]
+    return "\n".join(
+        [
+            f"LoCoMo explore, {result['questions']} questions, model {result['model']}",
+            f"evidence recall: explored turns {100 * m['explored_recall']:.1f}%, supports "
+            f"{100 * m['support_recall']:.1f}%, reconstruct@{result['reconstruct_budget']} "
+            f"{100 * m['reconstruct_recall']:.1f}%",
+            f"per question: {m['rounds']} rounds, {m['calls']} calls, {m['tokens']} tokens, "
+            f"{m['explored_turns']} turns explored",
+        ]
+    )
