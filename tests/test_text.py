@@ -21,7 +21,14 @@ def test_sentence_spans_cover_all_text(text: str) -> None:
 def test_sentence_spans_split_sentences() -> None:
     text = "I went hiking yesterday. It was lovely! Did you go too? ok. 3 days.\n\nnew para [image: a dog]"
     parts = [text[s:e] for s, e in sentence_spans(text)]
-    assert parts == ["I went hiking yesterday.", "It was lovely!", "Did you go too? ok.", "3 days.", "new para", "[image: a dog]"]
+    assert parts == [
+        "I went hiking yesterday.",
+        "It was lovely!",
+        "Did you go too? ok.",
+        "3 days.",
+        "new para",
+        "[image: a dog]",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,9 @@ from localmem.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.store import Store
 
-_PEOPLE = [f"{a}{b}" for a in ("Ma", "To", "In", "Ra", "Le", "Om", "Che", "So") for b in ("ya", "mas", "es", "vi", "na")]
+_PEOPLE = [
+    f"{a}{b}" for a in ("Ma", "To", "In", "Ra", "Le", "Om", "Che", "So") for b in ("ya", "mas", "es", "vi", "na")
+]
 _SYLLABLES = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "pi", "na", "ru", "es", "tal", "bo", "gi", "fen"]
 
 
