@@ -10,13 +10,20 @@ calls, hidden or empty messages) are counted in ``skipped`` by reason.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from localmem.errors import InputError
 from localmem.records import SessionIn
 from localmem.text import parse_time
+
+if TYPE_CHECKING:
+    from localmem.ingest._json import Record
+
+# Turns one conversation object into a session, counting what it leaves out.
+ConversationParser = Callable[[Any, Path, str, Counter[str]], SessionIn]
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,19 @@ class Unit:
 
 def bad(index: int, where: str, after: Cursor, error: InputError) -> Unit:
     return Unit(index=index, where=where, sessions=(), after=after, error=error)
+
+
+def conversation_unit(rec: Record, path: Path, parse: ConversationParser) -> Unit:
+    """One JSON record of a conversation export as a unit: the record's own error, the
+    parser's error, or the session the parser made of it (no unit for an empty one)."""
+    if rec.error is not None:
+        return bad(rec.index, rec.where, rec.after, rec.error)
+    skipped: Counter[str] = Counter()
+    try:
+        session = parse(rec.value, path, rec.where, skipped)
+    except InputError as exc:
+        return bad(rec.index, rec.where, rec.after, exc)
+    return Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
 
 
 def merge(sessions: Iterable[SessionIn]) -> list[SessionIn]:

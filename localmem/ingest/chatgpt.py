@@ -26,7 +26,7 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest._json import field, records
-from localmem.ingest._units import Cursor, Unit, bad, sessions_of, timestamp
+from localmem.ingest._units import Cursor, Unit, conversation_unit, sessions_of, timestamp
 from localmem.records import SessionIn, TurnIn
 
 SOURCE = "chatgpt"
@@ -49,16 +49,7 @@ PLACEHOLDERS = {
 
 def units(path: Path, start: Cursor | None = None) -> Iterator[Unit]:
     for rec in records(path, start):
-        if rec.error is not None:
-            yield bad(rec.index, rec.where, rec.after, rec.error)
-            continue
-        skipped: Counter[str] = Counter()
-        try:
-            session = conversation(rec.value, path, rec.where, skipped)
-        except InputError as exc:
-            yield bad(rec.index, rec.where, rec.after, exc)
-            continue
-        yield Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
+        yield conversation_unit(rec, path, conversation)
 
 
 def conversation(conv: Any, path: Path, where: str, skipped: Counter[str]) -> SessionIn:

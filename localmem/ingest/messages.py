@@ -20,7 +20,7 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest._json import read_json, records
-from localmem.ingest._units import Cursor, Unit, bad, sessions_of, timestamp
+from localmem.ingest._units import Cursor, Unit, bad, conversation_unit, sessions_of, timestamp
 from localmem.records import SessionIn, TurnIn
 
 SKIP_ROLES = {
@@ -41,16 +41,7 @@ def units(path: Path, start: Cursor | None = None) -> Iterator[Unit]:
             yield _bare(path)
             return
         first = False
-        if rec.error is not None:
-            yield bad(rec.index, rec.where, rec.after, rec.error)
-            continue
-        skipped: Counter[str] = Counter()
-        try:
-            session = conversation(rec.value, path, rec.where, skipped)
-        except InputError as exc:
-            yield bad(rec.index, rec.where, rec.after, exc)
-            continue
-        yield Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
+        yield conversation_unit(rec, path, conversation)
 
 
 def _is_message(value: Any) -> bool:
