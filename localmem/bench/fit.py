@@ -13,7 +13,6 @@ conversations), and the weights fitted on everything (what ``scorer.Weights`` sh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from localmem.bench.locomo import CATEGORIES, open_conversation_store
-from localmem.bench.metrics import Tally, clean_evidence, found_fraction
+from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.embedding import Embedder
 from localmem.errors import InputError
@@ -79,10 +78,7 @@ def run(
     limit: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    try:
-        samples = json.loads(data.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read LoCoMo data: {exc}", path=str(data)) from exc
+    samples = read_benchmark(data, "LoCoMo")
     samples = samples[:limit] if limit else samples
     if len(samples) < 2:
         raise InputError("leave-one-conversation-out needs at least two conversations", path=str(data))

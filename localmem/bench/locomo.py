@@ -14,10 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction
+from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.embedding import Embedder
-from localmem.errors import InputError
 from localmem.ingest import locomo
 from localmem.store import Store
 
@@ -40,10 +39,7 @@ def run(
     limit: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    try:
-        samples = json.loads(data.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read LoCoMo data: {exc}", path=str(data)) from exc
+    samples = read_benchmark(data, "LoCoMo")
     tallies = {(m, b): Tally() for m in methods for b in budgets}
     skipped = malformed = asked = 0
     timings: dict[str, float] = {m: 0.0 for m in methods}

@@ -4,15 +4,13 @@ per question type. Each question's haystack is its own store; the question is as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem.bench.metrics import METHODS, Tally, found_fraction
+from localmem.bench.metrics import METHODS, Tally, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.embedding import Embedder
-from localmem.errors import InputError
 from localmem.ingest import longmemeval
 from localmem.store import Store
 from localmem.text import parse_time
@@ -28,10 +26,7 @@ def run(
     limit: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    try:
-        items = json.loads(data.read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read LongMemEval data: {exc}", path=str(data)) from exc
+    items = read_benchmark(data, "LongMemEval")
     tallies = {(m, b): Tally() for m in methods for b in budgets}
     sess5 = {m: Tally() for m in methods}
     asked = skipped = 0

@@ -7,19 +7,35 @@ is packed by the same ``reconstruct.pack`` / ``render`` under the same token cou
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from localmem import search
+from localmem.errors import InputError
 from localmem.reconstruct import Candidate, pack, render, rrf, visible_mask
 from localmem.records import Context
 from localmem.search import Filter
 from localmem.store import Store
 from localmem.text import count_words, tokens_for_words
+
+
+def read_benchmark(data: Path, what: str) -> list[Any]:
+    """A benchmark file's top-level JSON list, or an InputError naming the file."""
+    try:
+        items = json.loads(data.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read {what} data: {exc}", path=str(data)) from exc
+    if not isinstance(items, list):
+        raise InputError(f"expected a JSON list of {what} items", path=str(data))
+    return items
+
 
 _DIA = re.compile(r"^D\d+:\d+$")
 
