@@ -19,6 +19,7 @@ Model calls and embedding happen between the two transactions, never inside one.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -41,6 +42,7 @@ KIND = "extract"
 LEASE_S = 600.0
 BACKOFF_S = 5.0  # after attempt n, wait BACKOFF_S * 4**(n-1), at most BACKOFF_CAP_S
 BACKOFF_CAP_S = 3600.0
+log = logging.getLogger(__name__)
 POLL_S = 1.0
 
 
@@ -228,6 +230,7 @@ def run_worker(
     while stop is None or not stop.is_set():
         jobs = claim(store.conn, batch)
         if not jobs:
+            _topics_when_idle(store, gen)
             if once or until_empty:
                 break
             (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
@@ -257,3 +260,16 @@ def run_worker(
         if once:
             break
     return stats
+
+
+def _topics_when_idle(store: Store, gen: Generator) -> None:
+    """The periodic topic layer: once extraction has caught up, group turns that are in
+    no topic yet (after extraction, so labels can use the extracted keywords). A topic
+    failure is logged, never fatal to the worker: topics are a convenience layer."""
+    from localmem.topics import run_topics
+
+    if store.conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone():
+        try:
+            run_topics(store, gen)
+        except LocalmemError as exc:
+            log.warning("topic layer: %s", exc)

@@ -60,3 +60,16 @@ def test_topics_with_a_model_and_a_broken_one(store: Store, garden_sessions: lis
     run_topics(store, ScriptedGenerator(lambda _t: "not json"))  # falls back to keywords
     assert _covered(store)[0] == 6
     assert json.dumps([t.label for t in toolkit.topics(store, limit=50).items])
+
+
+def test_worker_runs_the_topic_layer_once_extraction_is_done(
+    store: Store, garden_sessions: list[SessionIn], scripted: ScriptedGenerator
+) -> None:
+    from localmem.jobs import run_worker
+
+    store.write_sessions(garden_sessions)
+    run_worker(store, scripted, until_empty=True)
+    inside, turns = _covered(store)
+    assert inside == turns == 8
+    pending = store.conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state = 'pending'", (KIND,)).fetchone()
+    assert pending[0] == 0
