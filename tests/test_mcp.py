@@ -173,13 +173,14 @@ async def test_people_and_topics(client: Client, mem: Store) -> None:
     facts = await call(client, "person_facts", {"person": "Ben", "aspect": "work", "limit": 1})
     assert facts["items"][0]["value"] == "bike" and facts["total"] == 2 and facts["next_offset"] == 1
     assert "person" in await error(client, "person_facts", {"person": ""})
-    assert (await call(client, "topics", {}))["items"] == []
-    assert "no topic" in await error(client, "topic_turns", {"topic_id": 1})
+    made = (await call(client, "topics", {}))["items"]  # the worker's topic layer ran after extraction
+    assert made and all(t["label"] and t["turns"] >= 1 for t in made)
+    assert "no topic" in await error(client, "topic_turns", {"topic_id": 10**6})
     with db.transaction(mem.conn):
         topic = mem.conn.execute("INSERT INTO topics(label) VALUES ('bikes') RETURNING id").fetchone()[0]
         mem.conn.execute("INSERT INTO topic_turns VALUES (?, ?)", (topic, tid(mem, "s2:0")))
     listed = await call(client, "topics", {"text": "bike"})
-    assert listed["items"][0]["turns"] == 1
+    assert [t["turns"] for t in listed["items"] if t["topic_id"] == topic] == [1]
     members = await call(client, "topic_turns", {"topic_id": topic})
     assert members["items"][0]["turn_id"] == tid(mem, "s2:0")
 

@@ -177,6 +177,9 @@ def test_person_aspects_and_facts(mem: Store) -> None:
 
 
 def test_topics_empty_then_filled(mem: Store) -> None:
+    assert toolkit.topics(mem).items  # the worker ran the topic layer after extraction
+    with db.transaction(mem.conn):
+        mem.conn.execute("DELETE FROM topics")  # as before the topic layer ever ran
     assert toolkit.topics(mem).items == []
     with pytest.raises(NotFound):
         toolkit.topic_turns(mem, 1)
