@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        settings = load_settings(db=args.db)
+        settings = load_settings(db=args.db, embedder=args.embedder)
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
         print(f"localmem: error: {exc}", file=sys.stderr)
@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"localmem {__version__}")
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
+    p.add_argument(
+        "--embedder",
+        help="embedding model: 'default' (MiniLM ONNX) or a .gguf file (default: $LOCALMEM_EMBEDDER or config)",
+    )
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     from localmem.ingest import FORMATS

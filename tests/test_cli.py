@@ -128,3 +128,9 @@ def test_bench_locomo_json(tmp_path: Path, methods: str) -> None:
     rows = {(r["method"], r["budget"]): r for r in result["rows"]}
     assert rows[("localmem", 500)]["all"] == 100.0  # the whole conversation fits in 500 tokens
     assert "multi-hop" in proc.stdout
+
+
+def test_embedder_flag_is_used_and_checked(tmp_path: Path) -> None:
+    proc = run("--embedder", str(tmp_path / "missing.gguf"), "doctor", "--json", db=tmp_path / "m.db", check=False)
+    checks = {c["name"]: c for c in json.loads(proc.stdout)}
+    assert proc.returncode == 1 and not checks["embedder"]["ok"] and "missing.gguf" in checks["embedder"]["detail"]
