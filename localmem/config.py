@@ -30,6 +30,10 @@ class RetrievalParams:
     semantic_seeds: int = 0  # expand over semantic edges of this many best anchors
     candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
     rrf_k: float = 60.0
+    # Query terms found in more than this share of turns (or cues) are left out of the
+    # lexical lists: little bm25 weight, most of the FTS5 time. 1.0 keeps every term.
+    # LoCoMo recall at 0.1: 78.7/85.3/90.7/94.1 vs 78.3/85.2/90.5/94.5 with every term.
+    common_term_share: float = 0.1
     # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
     # statement cues (ranked lists and the scorer's cue features, which were fitted
     # without them); "fill" = the turns their best matches point at join the pool and

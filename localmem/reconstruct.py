@@ -224,7 +224,9 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
 
 def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> np.ndarray:
     # Under a filter the best matches may all be invisible: then rank every match.
-    ids, scores = search.lexical(store.conn, table, query, limit=1000 if ok.all() else -1)
+    share = store.params.common_term_share
+    common = (share, len(mirror.ids)) if share < 1.0 else None
+    ids, scores = search.lexical(store.conn, table, query, limit=1000 if ok.all() else -1, common=common)
     out = np.zeros(len(mirror.ids))
     pos = mirror.index_of(ids)
     keep = (pos >= 0) & ok[np.maximum(pos, 0)] & (scores > 0)

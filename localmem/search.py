@@ -157,7 +157,9 @@ class TurnRow:
     words: int
 
 
-def lexical(conn: Conn, table: str, query: str, limit: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+def lexical(
+    conn: Conn, table: str, query: str, limit: int = 1000, *, common: tuple[float, int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The best ``limit`` matches (-1: all) of an FTS table with their bm25: (rowids, scores).
 
     Far more than a top-k list needs: the scorer wants bm25 for pool turns below the top
@@ -168,6 +170,8 @@ def lexical(conn: Conn, table: str, query: str, limit: int = 1000) -> tuple[np.n
     if table not in FTS_TABLES:
         raise ValueError(f"not an FTS table: {table}")
     match = fts_query(query, STOPWORDS)
+    if match and common is not None:
+        match = _drop_common(conn, table, match, *common)
     if not match:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     rows = conn.execute(
@@ -178,6 +182,23 @@ def lexical(conn: Conn, table: str, query: str, limit: int = 1000) -> tuple[np.n
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     ids, scores = zip(*rows, strict=True)
     return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
+
+
+def _drop_common(conn: Conn, table: str, match: str, share: float, rows: int) -> str:
+    """Leave out query terms found in more than ``share`` of ``rows`` documents (unless
+    that would leave none). Their bm25 weight is small, but FTS5 scores every document
+    they match: on 10k synthetic turns, dropping terms in >10% of turns took ranking
+    from 5.6 ms to 0.7 ms (+0.6 ms for these counts)."""
+    terms = match.split(" OR ")
+    if len(terms) < 2:
+        return match
+    cap = share * rows
+    kept = [
+        t
+        for t in terms
+        if conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (t,)).fetchone()[0] <= cap
+    ]
+    return " OR ".join(kept) if kept else match
 
 
 def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:

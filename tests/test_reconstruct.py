@@ -107,3 +107,17 @@ def test_bad_arguments_are_input_errors(store: Store) -> None:
 def test_empty_store_gives_empty_context(store: Store) -> None:
     ctx = store.reconstruct("anything at all", 500)
     assert ctx.text == "" and ctx.turns == () and ctx.tokens == 0
+
+
+def test_common_query_terms_are_left_out_unless_nothing_remains(store: Store, garden_sessions: list[SessionIn]) -> None:
+    from localmem import search
+
+    store.write_sessions(garden_sessions)
+    texts = dict(store.conn.execute("SELECT id, text FROM turns").fetchall())
+    every, _ = search.lexical(store.conn, "turns_fts", "Ana tomatoes")
+    rare, _ = search.lexical(store.conn, "turns_fts", "Ana tomatoes", common=(0.4, len(texts)))
+    # "Ana" is in half the turns (as speaker), "tomatoes" in three of eight
+    assert {texts[int(i)] for i in rare} == {t for t in texts.values() if "tomatoes" in t.lower()}
+    assert set(rare.tolist()) < set(every.tolist())
+    alone, _ = search.lexical(store.conn, "turns_fts", "Ana", common=(0.1, len(texts)))
+    assert len(alone) == 4  # the only term is kept even though it is common
