@@ -167,13 +167,27 @@ class Store:
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every turn and cue with this store's embedder (after a model change)."""
         turns = self.conn.execute("SELECT t.id, t.speaker, t.text, t.ts FROM turns t ORDER BY t.id").fetchall()
-        cues = self.conn.execute(
-            "SELECT c.id, t.speaker, c.text, t.ts FROM cues c JOIN turns t ON t.id = c.turn_id ORDER BY c.id"
-        ).fetchall()
-        tv = self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in turns])
+        statement: dict[int, list[tuple[int, int, int]]] = {}
+        for cid, tid, a, b in self.conn.execute(
+            "SELECT id, turn_id, span_start, span_end FROM cues WHERE kind = 'statement' ORDER BY id"
+        ):
+            statement.setdefault(int(tid), []).append((int(cid), int(a), int(b)))
+        tv, per_turn = self._turn_vectors(
+            [(sp, text, ts, [(a, b) for _c, a, b in statement.get(int(tid), [])]) for tid, sp, text, ts in turns]
+        )
+        cue_ids = [c for tid, *_ in turns for c, _a, _b in statement.get(int(tid), [])]
+        cue_vecs = [v for vs in per_turn for v in vs]
         if progress:
             progress(len(turns))
-        cv = self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in cues])
+        # Model-extracted cues are embedded on their own, as enrichment does.
+        extracted = self.conn.execute(
+            "SELECT c.id, t.speaker, c.text, t.ts FROM cues c JOIN turns t ON t.id = c.turn_id "
+            "WHERE c.kind != 'statement' ORDER BY c.id"
+        ).fetchall()
+        cue_ids += [int(r[0]) for r in extracted]
+        if extracted:
+            cue_vecs += list(self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in extracted]))
+        cv = np.array(cue_vecs, dtype=np.float32).reshape(len(cue_ids), self.embedder.dim)
         with db.transaction(self.conn):
             self.conn.execute(
                 "DROP TABLE IF EXISTS turn_vec; DROP TABLE IF EXISTS cue_vec;"
@@ -182,7 +196,7 @@ class Store:
             self._create_vector_tables(self.embedder.dim)
             self._set_embedder_meta()
             self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
-            self._insert_vectors("cue_vec", "cue_id", [r[0] for r in cues], cv)
+            self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)
         self._mirrors.clear()  # same ids, new vectors: mirrors must be rebuilt
         return len(turns)
 
@@ -266,23 +280,34 @@ class Store:
         return known
 
     def _embed(self, fresh: list[_Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        docs = [turn_doc(p.turn.speaker, p.turn.text, p.ts) for p in fresh]
+        tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])
+        return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
+
+    def _turn_vectors(
+        self, turns: Sequence[tuple[str, str, str | None, Sequence[tuple[int, int]]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors of turns (speaker, text, ts, statement-cue spans) and of their
+        statement cues; the one place that decides how statement cues are embedded, so
+        write and reindex agree."""
+        docs = [turn_doc(sp, text, ts) for sp, text, ts, _ in turns]
         span_embed = getattr(self.embedder, "embed_with_spans", None)
         if self.params.cue_vectors == "span" and span_embed is not None:
             # One forward pass per turn: each cue's vector pools the turn's in-context
             # token vectors over the cue's span (the doc adds a prefix before the text).
-            shift = [len(d) - len(p.turn.text) for d, p in zip(docs, fresh, strict=True)]
-            spans = [[(a + k, b + k) for a, b in p.spans] for p, k in zip(fresh, shift, strict=True)]
-            tvecs, cvecs = span_embed(docs, spans)
-            return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
-        docs += [turn_doc(p.turn.speaker, p.turn.text[s:e], p.ts) for p in fresh for s, e in p.spans]
-        vecs = self.embedder.embed(docs)
-        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        at = len(fresh)
-        for i, p in enumerate(fresh):
-            out[p.hash] = (vecs[i], vecs[at : at + len(p.spans)])
-            at += len(p.spans)
-        return out
+            shifted = [
+                [(a + len(d) - len(text), b + len(d) - len(text)) for a, b in spans]
+                for d, (_sp, text, _ts, spans) in zip(docs, turns, strict=True)
+            ]
+            tvecs, cvecs = span_embed(docs, shifted)
+            return tvecs, list(cvecs)
+        cue_docs = [turn_doc(sp, text[a:b], ts) for sp, text, ts, spans in turns for a, b in spans]
+        vecs = self.embedder.embed(docs + cue_docs)
+        out: list[np.ndarray] = []
+        at = len(docs)
+        for *_rest, spans in turns:
+            out.append(vecs[at : at + len(spans)])
+            at += len(spans)
+        return vecs[: len(docs)], out
 
     def _session_id(self, sess: SessionIn, ps: list[_Prepared]) -> int:
         started = sess.started_at

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from localmem.config import Settings
@@ -140,3 +141,25 @@ def test_data_survives_reopen(tmp_path: Path, garden_sessions: list[SessionIn]) 
         s.write_sessions(garden_sessions)
     with Store(path, embedder=HashEmbedder(), settings=Settings(db=path)) as s:
         assert s.stats()["turns"] == 8
+
+
+def _vectors(store: Store) -> dict[tuple[str, int], bytes]:
+    out = {("turn", int(i)): bytes(b) for i, b in store.conn.execute("SELECT turn_id, embedding FROM turn_vec")}
+    out.update({("cue", int(i)): bytes(b) for i, b in store.conn.execute("SELECT cue_id, embedding FROM cue_vec")})
+    return out
+
+
+def test_reindex_embeds_like_the_write_path(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
+    from localmem.embedding import OnnxMiniLM
+
+    path = tmp_path / "m.db"
+    emb = OnnxMiniLM()  # span-pooled statement cues: reindex must pool them the same way
+    with Store(path, embedder=emb, settings=Settings(db=path)) as s:
+        s.write_sessions(garden_sessions)
+        before = _vectors(s)
+    with Store(path, embedder=emb, settings=Settings(db=path), rebind=True) as s:
+        s.reindex()
+        after = _vectors(s)
+    assert before.keys() == after.keys()
+    for key, blob in before.items():
+        assert np.allclose(np.frombuffer(blob, np.float32), np.frombuffer(after[key], np.float32), atol=1e-5), key
