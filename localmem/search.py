@@ -137,10 +137,6 @@ class Filter:
     as_of: str | None = None  # naive ISO-8601: turns after it are invisible
     scope: str | None = None  # a session source or a session key
 
-    @property
-    def active(self) -> bool:
-        return self.as_of is not None or self.scope is not None
-
 
 @dataclass(frozen=True)
 class TurnRow:

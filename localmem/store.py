@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import apsw
 import numpy as np
 
 from localmem import db
@@ -435,10 +434,3 @@ class Store:
             "last_turn": self.conn.execute("SELECT max(ts) FROM turns").fetchone()[0],
             "bytes": size + (wal.stat().st_size if wal.is_file() else 0),
         }
-
-
-def open_store(path: str | Path, embedder: Embedder | None = None, settings: Settings | None = None) -> Store:
-    return Store(path, embedder=embedder, settings=settings)
-
-
-__all__ = ["Store", "apsw", "open_store", "turn_doc"]
