@@ -96,6 +96,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("index", "turn_enrichment_type"),
         ("index", "turns_source_id"),
         ("index", "turns_ts"),
+        ("table", "antecedent_runs"),
         ("table", "cue_tags"),
         ("table", "cues"),
         ("table", "cues_fts"),
