@@ -1,0 +1,128 @@
+"""What every traversal tool shares: limits, argument checks, paging, and building the
+compact turn and cue records from rows.
+
+Invariants:
+- ``limit`` is clamped to :data:`MAX_LIMIT` and ``offset`` refused past
+  :data:`MAX_OFFSET` (:func:`_bounds`), so no call dumps the graph;
+- a turn's text is cut to :data:`MAX_TEXT_CHARS` with ``clipped`` set (:func:`_text`);
+  the full text is one ``turn`` lookup away;
+- read-only: plain SELECTs on ``store.conn``.
+
+The underscored helpers are private to the toolkit package (its tool modules share
+them); ``localmem.explore`` also uses :func:`_visible` and :func:`_time` to apply the
+same as_of / scope filter to the turn ids a result names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from localmem import search
+from localmem.errors import InputError, NotFound
+from localmem.text import parse_time
+from localmem.toolkit.records import CueRef, Page, T, TurnRef
+
+if TYPE_CHECKING:
+    from localmem.store import Store
+
+MAX_LIMIT = 50
+DEFAULT_LIMIT = 10
+MAX_OFFSET = 10_000
+MAX_TEXT_CHARS = 800
+MAX_WINDOW = 5
+
+
+def _bounds(limit: int, offset: int) -> tuple[int, int]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InputError(f"limit must be a positive integer; got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InputError(f"offset must be a non-negative integer; got {offset!r}")
+    if offset > MAX_OFFSET:
+        raise InputError(f"offset must be at most {MAX_OFFSET}; narrow the query instead")
+    return min(limit, MAX_LIMIT), offset
+
+
+def _page(items: Sequence[T], total: int, limit: int, offset: int) -> Page[T]:
+    nxt = offset + len(items)
+    return Page(list(items), offset, limit, total, nxt if nxt < total else None)
+
+
+def _slice(items: Sequence[T], limit: int, offset: int) -> Page[T]:
+    return _page(items[offset : offset + limit], len(items), limit, offset)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _text(text: str) -> tuple[str, bool]:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text, False
+    return text[:MAX_TEXT_CHARS].rstrip() + " …", True
+
+
+def turn_refs(store: Store, ids: Sequence[int]) -> dict[int, TurnRef]:
+    rows = search.turn_rows(store.conn, ids)
+    out: dict[int, TurnRef] = {}
+    for tid, r in rows.items():
+        text, clipped = _text(r.text)
+        out[tid] = TurnRef(tid, r.session_key, r.ts, r.speaker, text, clipped, r.source_id)
+    return out
+
+
+def _turn_ref(store: Store, turn_id: int) -> TurnRef:
+    ref = turn_refs(store, [int(turn_id)]).get(int(turn_id))
+    if ref is None:
+        raise NotFound(f"no turn with id {turn_id}")
+    return ref
+
+
+def _tags_of(store: Store, cue_ids: Sequence[int]) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for start in range(0, len(cue_ids), 500):
+        chunk = list(cue_ids[start : start + 500])
+        for cid, name in store.conn.execute(
+            f"SELECT ct.cue_id, t.name FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
+            f"WHERE ct.cue_id IN ({_marks(len(chunk))}) ORDER BY t.name",
+            chunk,
+        ):
+            out.setdefault(int(cid), []).append(str(name))
+    return out
+
+
+_CUE_COLS = "c.id, c.kind, c.text, c.turn_id, c.subject, c.relation, c.object"
+
+
+def _cue_refs(store: Store, rows: Sequence[Sequence[Any]]) -> list[CueRef]:
+    """Rows of :data:`_CUE_COLS` as cue records, each with its tags."""
+    tags = _tags_of(store, [int(r[0]) for r in rows])
+    return [CueRef(int(r[0]), str(r[1]), str(r[2]), int(r[3]), tags.get(int(r[0]), []), r[4], r[5], r[6]) for r in rows]
+
+
+def _visible(store: Store, turn_ids: Sequence[int], as_of: str | None, scope: str | None) -> set[int]:
+    """The turns of ``turn_ids`` that pass the as_of / scope filter."""
+    if not turn_ids:
+        return set()
+    ok: set[int] = set()
+    sessions = set(search.scope_sessions(store.conn, scope)) if scope else None
+    for tid, r in search.turn_rows(store.conn, turn_ids).items():
+        if as_of is not None and r.ts is not None and r.ts > as_of:
+            continue
+        if sessions is not None and r.session_id not in sessions:
+            continue
+        ok.add(tid)
+    return ok
+
+
+def _time(value: str | None, name: str, *, end: bool = False) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        iso = parse_time(value)
+    except ValueError as exc:
+        raise InputError(f"{name}: {exc}") from exc
+    if end and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        iso = iso[:10] + "T23:59:59"  # a date as an end means the whole day
+    return iso

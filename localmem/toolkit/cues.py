@@ -1,0 +1,196 @@
+"""Cue tools: find cues for a text, the tags of a cue, the turns of a (cue, tag).
+
+The first steps of MRAgent's walk (3.4): search cues -> tags of a cue -> turns of a
+(cue, tag).
+
+Invariants:
+- a "cue" in MRAgent's sense is an entity or phrase that may recur across turns:
+  functions that take a cue accept a cue id or its text and act on every cue with the
+  same text (case-insensitive, :func:`_cue_group`);
+- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only, apart
+  from embedding the query text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from localmem import search
+from localmem.errors import InputError, NotFound
+from localmem.text import fts_query
+from localmem.toolkit.common import (
+    _CUE_COLS,
+    DEFAULT_LIMIT,
+    _bounds,
+    _cue_refs,
+    _marks,
+    _page,
+    _slice,
+    _time,
+    _visible,
+    turn_refs,
+)
+from localmem.toolkit.records import CueHit, Page, TagCount, TurnRef
+
+if TYPE_CHECKING:
+    from localmem.store import Store
+
+CUE_KINDS = ("statement", "triple", "keyword", "fact")
+_POOL = 200  # candidates looked at per matching method in search_cues
+
+
+def _all_words_query(text: str) -> str:
+    """FTS5 MATCH for rows holding every content word of ``text`` (quoted, ANDed)."""
+    words = [w for w in fts_query(text, search.STOPWORDS).split(" OR ") if w]
+    return " AND ".join(words)
+
+
+def search_cues(
+    store: Store,
+    text: str,
+    *,
+    kinds: Sequence[str] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    offset: int = 0,
+    as_of: str | None = None,
+    scope: str | None = None,
+) -> Page[CueHit]:
+    """Cues matching ``text``, best first: exact text matches, then cues holding all its
+    words (FTS5, stemmed; the indexed text carries the speaker and date), then the
+    most similar by embedding, then cues sharing some words. Each hit has its tags."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text must be a non-empty string")
+    limit, offset = _bounds(limit, offset)
+    want = tuple(kinds) if kinds else CUE_KINDS
+    bad = [k for k in want if k not in CUE_KINDS]
+    if bad:
+        raise InputError(f"unknown cue kind(s) {bad}; kinds are {list(CUE_KINDS)}")
+    cut = _time(as_of, "as_of")
+    pool = min(_POOL, offset + limit + 50)
+    best: dict[int, tuple[int, float, str]] = {}  # cue id -> (tier, score, match)
+
+    def add(cid: int, tier: int, score: float, match: str) -> None:
+        have = best.get(cid)
+        if have is None or (tier, score) > (have[0], have[1]):
+            best[cid] = (tier, score, match)
+
+    for (cid,) in store.conn.execute(
+        "SELECT id FROM cues WHERE lower(text) = lower(?) LIMIT ?", (text.strip(), pool)
+    ).fetchall():
+        add(int(cid), 3, 1.0, "exact")
+    match_all = _all_words_query(text)
+    match_any = fts_query(text, search.STOPWORDS)
+    for table in ("cues_fts", "extracted_cues_fts"):
+        for match, tier, name in ((match_all, 2, "all_words"), (match_any, 0, "some_words")):
+            if not match:
+                continue
+            rows = store.conn.execute(
+                f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
+                (match, pool),
+            ).fetchall()
+            top = max((float(s) for _, s in rows), default=1.0) or 1.0
+            for cid, s in rows:
+                add(int(cid), tier, float(s) / top, name)
+    mirror = store.mirror("cue")
+    if len(mirror.ids):
+        qvec = store.embedder.embed([text])[0]
+        for cid, _tid, sim in mirror.top(qvec, pool):
+            add(cid, 1, sim, "similar")
+    if not best:
+        return _page([], 0, limit, offset)
+    ids = list(best)
+    rows = {
+        int(r[0]): r
+        for start in range(0, len(ids), 500)
+        for r in store.conn.execute(
+            f"SELECT {_CUE_COLS}, t.ts, t.speaker FROM cues c JOIN turns t ON t.id = c.turn_id "
+            f"WHERE c.id IN ({_marks(len(ids[start : start + 500]))})",
+            ids[start : start + 500],
+        )
+    }
+    keep = [cid for cid in ids if cid in rows and rows[cid][1] in want]
+    if cut is not None or scope:
+        seen = _visible(store, [int(rows[c][3]) for c in keep], cut, scope)
+        keep = [c for c in keep if int(rows[c][3]) in seen]
+    keep.sort(key=lambda c: (-best[c][0], -best[c][1], c))
+    page = keep[offset : offset + limit]
+    refs = {c.cue_id: c for c in _cue_refs(store, [rows[c][:7] for c in page])}
+    hits = [CueHit(refs[c], best[c][2], round(best[c][1], 4), rows[c][7], str(rows[c][8])) for c in page]
+    return _page(hits, len(keep), limit, offset)
+
+
+def _cue_group(store: Store, cue: int | str) -> list[int]:
+    """Ids of every cue with the same text as ``cue`` (an id or a text), case-insensitive."""
+    if isinstance(cue, int) and not isinstance(cue, bool):
+        row = store.conn.execute("SELECT text FROM cues WHERE id = ?", (cue,)).fetchone()
+        if row is None:
+            raise NotFound(f"no cue with id {cue}")
+        text = str(row[0])
+    elif isinstance(cue, str) and cue.strip():
+        text = cue.strip()
+    else:
+        raise InputError("cue must be a cue id or a non-empty cue text")
+    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM cues WHERE lower(text) = lower(?)", (text,))]
+    if not ids:
+        raise NotFound(f"no cue {text!r}; use search_cues to find cues")
+    return ids
+
+
+def cue_tags(store: Store, cue: int | str, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TagCount]:
+    """The tags (relation / aspect labels) of a cue, over every turn where it occurs,
+    most used first. Statement cues have none; extracted keywords and facts do."""
+    limit, offset = _bounds(limit, offset)
+    ids = _cue_group(store, cue)
+    rows = store.conn.execute(
+        f"SELECT t.name, count(DISTINCT ct.turn_id), group_concat(DISTINCT ct.cue_id) FROM cue_tags ct "
+        f"JOIN tags t ON t.id = ct.tag_id WHERE ct.cue_id IN ({_marks(len(ids))}) "
+        "GROUP BY t.name ORDER BY 2 DESC, t.name",
+        ids,
+    ).fetchall()
+    items = [TagCount(str(n), int(k), sorted(int(x) for x in str(c).split(","))[:20]) for n, k, c in rows]
+    return _slice(items, limit, offset)
+
+
+def cue_turns(
+    store: Store,
+    cue: int | str,
+    tag: str | None = None,
+    *,
+    query: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    offset: int = 0,
+) -> Page[TurnRef]:
+    """Turns where the cue occurs (with ``tag``, when given). When there are many, the
+    ones most similar to ``query`` (default: the cue's text) come first."""
+    limit, offset = _bounds(limit, offset)
+    ids = _cue_group(store, cue)
+    if tag:
+        sql = (
+            f"SELECT DISTINCT ct.turn_id FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
+            f"WHERE ct.cue_id IN ({_marks(len(ids))}) AND lower(t.name) = lower(?)"
+        )
+        turn_ids = [int(r[0]) for r in store.conn.execute(sql, [*ids, tag])]
+    else:
+        turn_ids = [
+            int(r[0])
+            for r in store.conn.execute(f"SELECT DISTINCT turn_id FROM cues WHERE id IN ({_marks(len(ids))})", ids)
+        ]
+    if len(turn_ids) > 1:
+        probe = query or str(store.conn.execute("SELECT text FROM cues WHERE id = ?", (ids[0],)).fetchone()[0])
+        turn_ids = _by_similarity(store, turn_ids, probe)
+    page = turn_ids[offset : offset + limit]
+    refs = turn_refs(store, page)
+    return _page([refs[t] for t in page if t in refs], len(turn_ids), limit, offset)
+
+
+def _by_similarity(store: Store, turn_ids: list[int], text: str) -> list[int]:
+    tm = store.turn_mirror()
+    ids = np.array(turn_ids, dtype=np.int64)
+    pos = tm.index_of(ids)
+    qvec = store.embedder.embed([text])[0].astype(np.float32)
+    sims = np.where(pos >= 0, tm.mat[np.clip(pos, 0, None)] @ qvec if len(tm.ids) else 0.0, -2.0)
+    order = np.argsort(-sims, kind="stable")
+    return [int(ids[i]) for i in order]

@@ -1,0 +1,101 @@
+"""People and topic tools: the aspects and facts known about a person, the topics and
+their turns.
+
+These read the two layers built over turns by the background jobs: facts (extraction)
+and topics (the topic layer); both are empty until those jobs have run.
+
+Invariants:
+- facts are cues of kind ``fact``: ``subject`` = the person, ``relation`` = the
+  aspect, ``object`` = the value (``localmem/extract.py``); a person and an aspect are
+  matched case-insensitively;
+- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from localmem.errors import InputError, NotFound
+from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, turn_refs
+from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
+
+if TYPE_CHECKING:
+    from localmem.store import Store
+
+
+def _person(person: str) -> str:
+    if not isinstance(person, str) or not person.strip():
+        raise InputError("person must be a non-empty name")
+    return person.strip()
+
+
+def person_aspects(store: Store, person: str, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[Aspect]:
+    """The aspects (work, family, hobby, ...) the store holds facts about for a person,
+    most facts first."""
+    limit, offset = _bounds(limit, offset)
+    rows = store.conn.execute(
+        "SELECT c.relation, count(*), max(t.ts) FROM cues c JOIN turns t ON t.id = c.turn_id "
+        "WHERE c.kind = 'fact' AND lower(c.subject) = lower(?) GROUP BY lower(c.relation) "
+        "ORDER BY 2 DESC, 1",
+        (_person(person),),
+    ).fetchall()
+    return _slice([Aspect(str(a), int(n), ts) for a, n, ts in rows], limit, offset)
+
+
+def person_facts(
+    store: Store, person: str, aspect: str | None = None, *, limit: int = DEFAULT_LIMIT, offset: int = 0
+) -> Page[Fact]:
+    """Facts about a person (of one aspect, when given), newest first: the latest
+    statement of a fact is the one most likely still true."""
+    limit, offset = _bounds(limit, offset)
+    where = "c.kind = 'fact' AND lower(c.subject) = lower(?)"
+    args: list[Any] = [_person(person)]
+    if aspect:
+        where += " AND lower(c.relation) = lower(?)"
+        args.append(aspect.strip())
+    total = int(store.conn.execute(f"SELECT count(*) FROM cues c WHERE {where}", args).fetchone()[0])
+    rows = store.conn.execute(
+        f"SELECT c.id, c.subject, c.relation, c.object, c.turn_id, t.ts, s.key FROM cues c "
+        f"JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.id = t.session_id WHERE {where} "
+        "ORDER BY t.ts IS NULL, t.ts DESC, c.id DESC LIMIT ? OFFSET ?",
+        [*args, limit, offset],
+    ).fetchall()
+    items = [Fact(int(a), str(b), str(c), str(d), int(e), f, str(g)) for a, b, c, d, e, f, g in rows]
+    return _page(items, total, limit, offset)
+
+
+def topics(store: Store, text: str | None = None, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[Topic]:
+    """Topics (labelled groups of turns), those whose label or summary holds ``text``
+    when given; most recently updated first. Empty until the topic layer has run."""
+    limit, offset = _bounds(limit, offset)
+    where, args = "", []
+    if text and text.strip():
+        where = "WHERE p.label LIKE ? ESCAPE '\\' OR p.summary LIKE ? ESCAPE '\\'"
+        like = "%" + re.sub(r"([%_\\])", r"\\\1", text.strip()) + "%"
+        args = [like, like]
+    total = int(store.conn.execute(f"SELECT count(*) FROM topics p {where}", args).fetchone()[0])
+    rows = store.conn.execute(
+        f"SELECT p.id, p.label, p.summary, (SELECT count(*) FROM topic_turns tt WHERE tt.topic_id = p.id) "
+        f"FROM topics p {where} ORDER BY p.updated_at DESC, p.id DESC LIMIT ? OFFSET ?",
+        [*args, limit, offset],
+    ).fetchall()
+    return _page([Topic(int(a), str(b), str(c), int(d)) for a, b, c, d in rows], total, limit, offset)
+
+
+def topic_turns(store: Store, topic_id: int, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TurnRef]:
+    """The member turns of a topic in time order."""
+    limit, offset = _bounds(limit, offset)
+    if store.conn.execute("SELECT 1 FROM topics WHERE id = ?", (topic_id,)).fetchone() is None:
+        raise NotFound(f"no topic with id {topic_id}; use topics to list them")
+    total = int(store.conn.execute("SELECT count(*) FROM topic_turns WHERE topic_id = ?", (topic_id,)).fetchone()[0])
+    ids = [
+        int(r[0])
+        for r in store.conn.execute(
+            "SELECT t.id FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id WHERE tt.topic_id = ? "
+            "ORDER BY t.ts IS NULL, t.ts, t.session_id, t.ord LIMIT ? OFFSET ?",
+            (topic_id, limit, offset),
+        )
+    ]
+    refs = turn_refs(store, ids)
+    return _page([refs[t] for t in ids if t in refs], total, limit, offset)
