@@ -45,10 +45,52 @@ class RetrievalParams:
         if self.extracted_cues not in ("all", "fill", "off"):
             raise ConfigError(f"retrieval.extracted_cues must be all, fill or off; got {self.extracted_cues!r}")
 
+    # CABLE expansion (localmem/expansion.py): seeds are packed turns with cosine to the
+    # query >= cable_tau; their one-hop antecedent neighbours (in and out), scored by the
+    # summed cosine to connected seeds, join greedily while max cosine to the result is
+    # below cable_theta, at most cable_budget of them, replacing the lowest-ranked turns.
+    cable: bool = True
+    cable_tau: float = 0.3
+    cable_theta: float = 0.9
+    cable_budget: int = 5
+
     # "span": a cue's vector pools the turn's own forward pass over the cue's span (one
     # pass per turn, ~4x faster ingest, same held-out recall); "separate": embed each
     # cue alone. Embedders without span support always embed separately.
     cue_vectors: str = "span"
+
+
+@dataclass(frozen=True)
+class CableParams:
+    """CABLE's write-time knobs (localmem/antecedent.py), paper defaults; the switches
+    exist for ablation and record themselves in each turn's ``antecedent_runs.variant``."""
+
+    enabled: bool = True  # the worker runs antecedent jobs after extraction
+    subtraction: bool = True  # C = H minus B; off: C = H
+    verification: bool = True  # off: every candidate becomes an edge
+    generic_queries: bool = False  # one topical prompt instead of the memory-type prompts
+    kb: int = 15  # |B|: direct neighbours of the new turn
+    kh: int = 15  # per antecedent query
+    nq: int = 3  # antecedent queries per turn, at most
+    verify_batch: int = 3  # candidates judged per verification call
+
+    def __post_init__(self) -> None:
+        for name in ("kb", "kh", "nq", "verify_batch"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"cable.{name} must be a positive integer, got {getattr(self, name)!r}")
+
+    @property
+    def variant(self) -> str:
+        off = [
+            name
+            for name, on in (
+                ("no-subtraction", self.subtraction),
+                ("no-verification", self.verification),
+                ("generic-queries", not self.generic_queries),
+            )
+            if not on
+        ]
+        return ",".join(off) or "full"
 
 
 @dataclass(frozen=True)
@@ -64,6 +106,7 @@ class Settings:
     budget_tokens: int = 2000
     max_budget_tokens: int = 32000
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
+    cable: CableParams = field(default_factory=CableParams)
 
     def with_overrides(self, **kwargs: Any) -> Settings:
         clean = {k: v for k, v in kwargs.items() if v is not None}
@@ -107,16 +150,19 @@ def _apply_file(settings: Settings, path: Path) -> Settings:
         data = tomllib.loads(path.read_text("utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
-    top = {f.name for f in fields(Settings)} - {"retrieval"}
-    unknown = set(data) - top - {"retrieval"}
+    sections = {"retrieval": RetrievalParams, "cable": CableParams}
+    top = {f.name for f in fields(Settings)} - set(sections)
+    unknown = set(data) - top - set(sections)
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(sorted(unknown))}")
     values = {k: v for k, v in data.items() if k in top}
-    retrieval = settings.retrieval
-    if "retrieval" in data:
-        names = {f.name for f in fields(RetrievalParams)}
-        bad = set(data["retrieval"]) - names
-        if bad:
-            raise ConfigError(f"{path}: unknown [retrieval] setting(s): {', '.join(sorted(bad))}")
-        retrieval = replace(retrieval, **data["retrieval"])
-    return replace(settings.with_overrides(**values), retrieval=retrieval)
+    parts: dict[str, Any] = {}
+    for name, cls in sections.items():
+        current = getattr(settings, name)
+        if name in data:
+            bad = set(data[name]) - {f.name for f in fields(cls)}
+            if bad:
+                raise ConfigError(f"{path}: unknown [{name}] setting(s): {', '.join(sorted(bad))}")
+            current = replace(current, **data[name])
+        parts[name] = current
+    return replace(settings.with_overrides(**values), **parts)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from localmem import db
+from localmem.antecedent import cable_stats
 from localmem.extract import ExtractedCue, TurnExtraction, TurnInput, extract
 from localmem.jobs import Job, WorkerStats, counts, parked, worker_id
 from localmem.linking import link_semantic
@@ -84,6 +85,8 @@ def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStat
                 continue  # reclaimed by another worker after our lease lapsed
             if _write_turn(store, by_turn[ex.turn_id], ex, cue_vecs, gen.model_id):
                 written.append(ex.turn_id)
+                # CABLE's construction needs the memory type stored just now.
+                store.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('antecedent', ?)", (ex.turn_id,))
                 stats.turns += 1
                 stats.cues_kept += len(ex.cues)
                 stats.cues_rejected += ex.rejected
@@ -158,5 +161,6 @@ def layer_stats(store: Store) -> dict[str, Any]:
         "tags": one("SELECT count(*) FROM tags"),
         "models": [str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM turn_enrichment WHERE model != ''")],
         "jobs": counts(conn),
+        "antecedent": cable_stats(store),
         "parked": parked(conn),
     }

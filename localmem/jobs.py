@@ -100,10 +100,12 @@ def _release_dead(conn: apsw.Connection) -> None:
             )
 
 
-def claim(conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_s: float = LEASE_S) -> list[Job]:
-    """Claim up to ``limit`` ready jobs: the oldest one and the turns after it in its
-    session (one extraction call can then cover them). A job that failed before is
-    claimed alone."""
+def claim(
+    conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_s: float = LEASE_S, kind: str = KIND
+) -> list[Job]:
+    """Claim up to ``limit`` ready jobs of ``kind``: the oldest one and the turns after
+    it in its session (one extraction call can then cover them). A job that failed
+    before is claimed alone."""
     owner = owner or worker_id()
     now = now_iso()
     ready = (
@@ -115,7 +117,7 @@ def claim(conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_
         first = conn.execute(
             f"SELECT j.id, j.turn_id, j.attempts, t.session_id, t.ord FROM jobs j JOIN turns t ON t.id = j.turn_id "
             f"WHERE {ready} ORDER BY j.id LIMIT 1",
-            (KIND, now, now),
+            (kind, now, now),
         ).fetchone()
         if first is None:
             return []
@@ -125,7 +127,7 @@ def claim(conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_
                 f"SELECT j.id, j.turn_id, j.attempts FROM jobs j JOIN turns t ON t.id = j.turn_id "
                 f"WHERE {ready} AND j.attempts = 0 AND t.session_id = ? AND t.ord > ? AND j.id != ? "
                 f"ORDER BY t.ord LIMIT ?",
-                (KIND, now, now, first[3], first[4], first[0], limit - 1),
+                (kind, now, now, first[3], first[4], first[0], limit - 1),
             ).fetchall()
             jobs += [Job(int(str(a)), int(str(b)), int(str(c))) for a, b, c in rows]
         conn.executemany(
@@ -161,20 +163,20 @@ def retry_parked(conn: apsw.Connection) -> int:
     return len(rows)
 
 
-def counts(conn: apsw.Connection) -> dict[str, int]:
+def counts(conn: apsw.Connection, kind: str = KIND) -> dict[str, int]:
     got = {
         str(s): int(str(n))
-        for s, n in conn.execute("SELECT state, count(*) FROM jobs WHERE kind = ? GROUP BY state", (KIND,))
+        for s, n in conn.execute("SELECT state, count(*) FROM jobs WHERE kind = ? GROUP BY state", (kind,))
     }
     return {s: got.get(s, 0) for s in ("pending", "running", "done", "parked")}
 
 
 def parked(conn: apsw.Connection, limit: int = 20) -> list[dict[str, object]]:
     rows = conn.execute(
-        "SELECT id, turn_id, attempts, last_error, updated_at FROM jobs WHERE state = 'parked' ORDER BY id LIMIT ?",
+        "SELECT id, kind, turn_id, attempts, last_error, updated_at FROM jobs WHERE state = 'parked' ORDER BY id LIMIT ?",
         (limit,),
     ).fetchall()
-    return [{"job": a, "turn_id": b, "attempts": c, "error": d, "at": e} for a, b, c, d, e in rows]
+    return [{"job": a, "kind": k, "turn_id": b, "attempts": c, "error": d, "at": e} for a, k, b, c, d, e in rows]
 
 
 @dataclass
@@ -187,6 +189,10 @@ class WorkerStats:
     generated_tokens: int = 0
     cues_kept: int = 0
     cues_rejected: int = 0
+    antecedent_turns: int = 0
+    antecedent_calls: int = 0
+    antecedent_candidates: int = 0
+    antecedent_edges: int = 0
     started: float = field(default_factory=time.perf_counter)
 
     def to_dict(self) -> dict[str, float]:
@@ -200,6 +206,10 @@ class WorkerStats:
             "generated_tokens": self.generated_tokens,
             "cues_kept": self.cues_kept,
             "cues_rejected": self.cues_rejected,
+            "antecedent_turns": self.antecedent_turns,
+            "antecedent_calls": self.antecedent_calls,
+            "antecedent_candidates": self.antecedent_candidates,
+            "antecedent_edges": self.antecedent_edges,
             "seconds": round(elapsed, 2),
             "turns_per_s": round(self.turns / elapsed, 3),
         }
@@ -219,6 +229,8 @@ def run_worker(
 ) -> WorkerStats:
     """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
     ``until_empty``: return when nothing is ready (``localmem enrich``)."""
+    from localmem.antecedent import KIND as ANTECEDENT
+    from localmem.antecedent import run_jobs as antecedent_jobs
     from localmem.enrich import enrich_jobs
 
     batch = batch or store.settings.extract_batch
@@ -228,7 +240,12 @@ def run_worker(
     if callable(load):
         load()  # a model that cannot load must fail the worker, not park every job
     while stop is None or not stop.is_set():
+        # Extraction first: it gives a turn the memory type its antecedent job needs.
+        step: Callable[[Store, Generator, list[Job], WorkerStats], int] = enrich_jobs
         jobs = claim(store.conn, batch)
+        if not jobs and store.settings.cable.enabled:
+            step = antecedent_jobs
+            jobs = claim(store.conn, 1, kind=ANTECEDENT)
         if not jobs:
             _topics_when_idle(store, gen)
             if once or until_empty:
@@ -236,7 +253,7 @@ def run_worker(
             (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
             continue
         try:
-            enrich_jobs(store, gen, jobs, stats)
+            step(store, gen, jobs, stats)
             done = len(jobs)
         except LocalmemError as exc:
             done = 0
@@ -247,7 +264,7 @@ def run_worker(
             if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
                 for job in jobs:
                     try:
-                        enrich_jobs(store, gen, [job], stats)
+                        step(store, gen, [job], stats)
                         done += 1
                     except LocalmemError as one:
                         state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)

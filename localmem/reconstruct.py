@@ -139,7 +139,13 @@ def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_toke
     order = np.concatenate([order[~late], order[late]]) if late.any() else order
     cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in order]
     rows = search.turn_rows(store.conn, [c.turn_id for c in cands])
-    text, ordered = render(pack(cands, rows, budget_tokens), rows)
+    chosen = pack(cands, rows, budget_tokens)
+    added = 0
+    if store.params.cable:
+        from localmem.expansion import expand
+
+        chosen, added = expand(store, pool.qvec, pool.visible, chosen, rows, budget_tokens)
+    text, ordered = render(chosen, rows)
     evidence = tuple(
         EvidenceTurn(
             turn_id=c.turn_id,
@@ -156,7 +162,7 @@ def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_toke
         )
         for c in ordered
     )
-    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors}
+    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": added}
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)
 
 
@@ -172,6 +178,7 @@ class _Signals:
     cbs: np.ndarray  # bm25 of each cue, 0 if no match
     lists: list[list[int]]  # the four ranked lists, as turn mirror positions
     extra: list[int]  # turns proposed by model-extracted cues (RetrievalParams.extracted_cues == "fill")
+    qvec: np.ndarray
 
 
 def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: int) -> _Signals:
@@ -219,6 +226,7 @@ def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: i
         cbs=cbs,
         lists=lists,
         extra=extra,
+        qvec=qvec,
     )
 
 
@@ -301,6 +309,8 @@ class Pool:
     words: np.ndarray
     reasons: list[tuple[str, str]]
     anchors: int
+    qvec: np.ndarray  # the query's embedding
+    visible: np.ndarray  # over the turn mirror: what the query's filter lets through
 
 
 def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
@@ -320,7 +330,9 @@ def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
         reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
     feats = _features(query, tm, store.mirror("cue"), sig, anchors, pool)
-    return Pool(tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors))
+    return Pool(
+        tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
+    )
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
@@ -347,8 +359,36 @@ def _first_turns(turn_pos: np.ndarray, m: int) -> list[int]:
 
 def visible_mask(store: Store, tm: TurnMirror, flt: Filter) -> np.ndarray:
     ok = np.ones(len(tm.ids), dtype=bool)
+    if flt.before is not None:
+        ok &= earlier_mask(tm, flt.before)
     if flt.as_of is not None:
         ok &= (tm.ts == "") | (tm.ts <= flt.as_of)
     if flt.scope is not None:
         ok &= np.isin(tm.session, np.array(search.scope_sessions(store.conn, flt.scope), dtype=np.int64))
     return ok
+
+
+def earlier_mask(tm: TurnMirror, turn_id: int) -> np.ndarray:
+    """Turns strictly before ``turn_id`` in conversation order: (time, session, place).
+    Undated turns sort before dated ones. A turn missing from the mirror has none."""
+    pos = int(tm.index_of(np.array([turn_id], dtype=np.int64))[0])
+    if pos < 0:
+        return np.zeros(len(tm.ids), dtype=bool)
+    ts, sess, o = tm.ts[pos], tm.session[pos], tm.ord[pos]
+    same = tm.ts == ts
+    mask: np.ndarray = (tm.ts < ts) | (same & (tm.session < sess)) | (same & (tm.session == sess) & (tm.ord < o))
+    return mask
+
+
+def retrieve(
+    store: Store, query: str, flt: Filter, k: int, weights: Weights = DEFAULT_WEIGHTS
+) -> list[tuple[int, float]]:
+    """The read path's ranking without the budget: the ``k`` pool turns most likely to
+    be evidence for ``query``, as (turn id, probability), best first. CABLE's
+    construction searches with this, so its links complement what reconstruct finds."""
+    pool = candidate_pool(store, query, flt)
+    if pool is None:
+        return []
+    prob = weights.probability(pool.feats)
+    top = np.argsort(-prob, kind="stable")[:k]
+    return [(int(pool.turn_ids[j]), float(prob[j])) for j in top]

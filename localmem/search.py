@@ -136,6 +136,9 @@ FTS_TABLES = ("turns_fts", "cues_fts", "extracted_cues_fts")
 class Filter:
     as_of: str | None = None  # naive ISO-8601: turns after it are invisible
     scope: str | None = None  # a session source or a session key
+    # Only turns strictly earlier than this turn id in conversation order (time, then
+    # session, then place in session): CABLE's construction searches M_<i.
+    before: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,263 @@
+"""CABLE's construction: verified antecedent edges into a new turn, one job per turn.
+
+An ``antecedent`` job is queued for a turn when enrichment stores its memory type
+(``localmem/enrich.py``). For that turn m_i:
+
+1. no search when it is low-information (extraction's flag or the rule-based filter)
+   or when no turn comes before it;
+2. up to Nq antecedent queries from the model, with the prompt of the turn's memory
+   type (``localmem/antecedent_prompts.py``; a fallback prompt for untyped turns, a
+   topical one with ``generic_queries``);
+3. dual retrieval with the read path's own ranking (``reconstruct.retrieve``), only
+   over turns strictly earlier than m_i (``Filter.before``): B = top-Kb for the turn's
+   own text, H = union of top-Kh per query keeping each turn's best score;
+4. C = H minus B (all of H with ``subtraction`` off), best first; empty C: no link;
+5. the model verifies C at temperature 0, ``verify_batch`` candidates per call; a
+   candidate without a valid verdict is rejected. With ``verification`` off every
+   candidate is accepted (reason "unverified", confidence = its retrieval score);
+6. one transaction: the job is marked done (only while this worker holds it), the
+   run is recorded in ``antecedent_runs`` and accepted links become edges
+   m_j -> m_i (kind ``antecedent``, weight = confidence, reason = the verdict's).
+
+Model calls and retrieval happen before the transaction, never inside it. A turn is
+processed once (``antecedent_runs`` primary key); edges are append-only and go with
+the turns they touch. Cost per turn is bounded: at most Nq*Kh candidates and
+1 + ceil(Nq*Kh / verify_batch) model calls.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from localmem import db
+from localmem.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
+from localmem.grounding import low_information
+from localmem.jobs import Job, WorkerStats, worker_id
+from localmem.reconstruct import earlier_mask, retrieve
+from localmem.search import Filter, turn_rows
+
+if TYPE_CHECKING:
+    from localmem.config import CableParams
+    from localmem.llm import Generator
+    from localmem.store import Store
+
+KIND = "antecedent"
+QUERY_TOKENS = 120
+VERDICT_TOKENS = 70  # per candidate in a verification call
+
+
+@dataclass(frozen=True)
+class Link:
+    src: int  # the earlier turn m_j
+    confidence: float
+    reason: str
+
+
+@dataclass
+class Outcome:
+    """What the construction of one turn found and what it cost."""
+
+    turn_id: int
+    memory_type: str | None = None
+    skipped: str = ""
+    queries: list[str] = field(default_factory=list)
+    direct: list[int] = field(default_factory=list)  # B
+    retrieved: dict[int, float] = field(default_factory=dict)  # H, best score per turn
+    candidates: list[int] = field(default_factory=list)  # C, best first
+    links: list[Link] = field(default_factory=list)
+    calls: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+
+
+def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -> Outcome:
+    """Steps 1-5 for one turn: no writes."""
+    conn = store.conn
+    row = conn.execute(
+        "SELECT t.speaker, t.text, t.ts, t.session_id, e.memory_type, coalesce(e.low_info, 0) "
+        "FROM turns t LEFT JOIN turn_enrichment e ON e.turn_id = t.id WHERE t.id = ?",
+        (turn_id,),
+    ).fetchone()
+    if row is None:
+        return Outcome(turn_id, skipped="turn forgotten")
+    speaker, text, ts, session_id, memory_type, low = str(row[0]), str(row[1]), row[2], int(row[3]), row[4], row[5]
+    out = Outcome(turn_id, memory_type=memory_type)
+    persons = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT speaker FROM turns WHERE session_id = ? AND speaker != '' ORDER BY speaker", (session_id,)
+        )
+    ]
+    if low or low_information(text, persons):
+        out.skipped = "low information"
+        return out
+    if not earlier_mask(store.turn_mirror(), turn_id).any():
+        out.skipped = "no earlier turns"
+        return out
+
+    out.queries = _queries(gen, out, text, speaker, persons, params)
+    flt = Filter(before=turn_id)
+    out.direct = [t for t, _p in retrieve(store, text, flt, params.kb)]
+    for q in out.queries:
+        for t, p in retrieve(store, q, flt, params.kh):
+            out.retrieved[t] = max(p, out.retrieved.get(t, 0.0))
+    blocked = set(out.direct) if params.subtraction else set()
+    out.candidates = sorted((t for t in out.retrieved if t not in blocked), key=lambda t: (-out.retrieved[t], t))
+    if not out.candidates:
+        return out
+    if not params.verification:
+        out.links = [Link(t, round(out.retrieved[t], 4), "unverified") for t in out.candidates]
+        return out
+    rows = turn_rows(conn, out.candidates)
+    current = line(speaker, text, ts)
+    for start in range(0, len(out.candidates), params.verify_batch):
+        batch = out.candidates[start : start + params.verify_batch]
+        earlier = [line(rows[t].speaker, rows[t].text, rows[t].ts) for t in batch]
+        msgs = verify_messages(current, earlier)
+        reply = _call(gen, out, msgs, verify_schema(len(batch)), VERDICT_TOKENS * len(batch), 0.0)
+        out.links += parse_verdicts(reply, batch)
+    return out
+
+
+def _call(
+    gen: Generator, out: Outcome, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int, temp: float
+) -> str:
+    g = gen.generate_json(messages, schema, max_tokens=max_tokens, temperature=temp)
+    out.calls += 1
+    out.prompt_tokens += g.prompt_tokens
+    out.generated_tokens += g.generated_tokens
+    return g.text
+
+
+def _queries(gen: Generator, out: Outcome, text: str, speaker: str, persons: list[str], p: CableParams) -> list[str]:
+    msgs = query_messages(text, speaker, persons, out.memory_type, p.nq, p.generic_queries)
+    reply = _call(gen, out, msgs, query_schema(p.nq), QUERY_TOKENS, 0.2)
+    try:
+        data = json.loads(reply)
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    items = data.get("queries") if isinstance(data, dict) else None
+    seen: set[str] = set()
+    queries: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        q = " ".join(str(item).split())[:200]
+        if q and q.lower() not in seen:
+            seen.add(q.lower())
+            queries.append(q)
+    return queries[: p.nq]
+
+
+def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:
+    """Accepted links of one verification reply; anything unreadable is a rejection."""
+    try:
+        data = json.loads(reply)
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    links = []
+    for i, tid in enumerate(batch, start=1):
+        v = data.get(f"h{i}")
+        if not isinstance(v, dict) or v.get("valid") is not True:
+            continue
+        try:
+            conf = float(v.get("confidence", 0.5))
+        except (TypeError, ValueError):
+            conf = 0.5
+        conf = 0.5 if math.isnan(conf) else min(max(conf, 0.0), 1.0)
+        links.append(Link(tid, round(conf, 4), " ".join(str(v.get("reason", "")).split())[:300]))
+    return links
+
+
+def run_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:
+    """Construct and store antecedent links for the turns of ``jobs``; returns turns done."""
+    stats = stats if stats is not None else WorkerStats()
+    params = store.settings.cable
+    done = 0
+    for job in jobs:
+        out = construct(store, gen, job.turn_id, params)
+        stats.antecedent_calls += out.calls
+        stats.prompt_tokens += out.prompt_tokens
+        stats.generated_tokens += out.generated_tokens
+        if write(store, job, out, gen.model_id, params.variant):
+            done += 1
+            stats.antecedent_turns += 1
+            stats.antecedent_candidates += len(out.candidates)
+            stats.antecedent_edges += len(out.links)
+    return done
+
+
+def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> bool:
+    """Step 6: one transaction. False when the job is no longer ours or the turn was
+    processed before (then nothing is written)."""
+    conn = store.conn
+    with db.transaction(conn):
+        held = conn.execute(
+            "UPDATE jobs SET state = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
+            "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
+            "WHERE id = ? AND state = 'running' AND locked_by = ? RETURNING id",
+            (job.id, worker_id()),
+        ).fetchone()
+        if held is None or out.skipped == "turn forgotten":
+            return False
+        fresh = conn.execute(
+            "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "
+            "accepted, calls, prompt_tokens, generated_tokens, variant, model) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
+            (
+                out.turn_id,
+                out.memory_type,
+                out.skipped,
+                json.dumps(out.queries),
+                len(out.direct),
+                len(out.retrieved),
+                len(out.candidates),
+                len(out.links),
+                out.calls,
+                out.prompt_tokens,
+                out.generated_tokens,
+                variant,
+                model_id,
+            ),
+        ).fetchone()
+        if fresh is None:
+            return False
+        # An earlier turn forgotten since the search takes its link with it.
+        conn.executemany(
+            "INSERT OR IGNORE INTO edges(src, dst, kind, weight, reason) "
+            "SELECT ?, ?, 'antecedent', ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
+            [(link.src, out.turn_id, link.confidence, link.reason, link.src) for link in out.links],
+        )
+    return True
+
+
+def cable_stats(store: Store) -> dict[str, Any]:
+    """Coverage and cost of the antecedent layer (``localmem stats``, the benchmark)."""
+    row = store.conn.execute(
+        "SELECT count(*), sum(skipped != ''), sum(candidates), sum(accepted), sum(calls), "
+        "sum(prompt_tokens), sum(generated_tokens) FROM antecedent_runs"
+    ).fetchone()
+    runs, skipped, cands, accepted, calls, ptok, gtok = (int(x or 0) for x in row)
+    edges = int(store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0])
+    pending = int(
+        store.conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (KIND,)).fetchone()[0]
+    )
+
+    def per(x: int) -> float:
+        return round(x / runs, 3) if runs else 0.0
+
+    return {
+        "turns_processed": runs,
+        "turns_skipped": skipped,
+        "jobs_waiting": pending,
+        "edges": edges,
+        "edges_per_turn": per(accepted),
+        "candidates_per_turn": per(cands),
+        "calls_per_turn": per(calls),
+        "prompt_tokens_per_turn": per(ptok),
+        "generated_tokens_per_turn": per(gtok),
+        "acceptance_rate": round(accepted / cands, 3) if cands else 0.0,
+    }

@@ -1,0 +1,156 @@
+"""CABLE's read-time expansion: packed turns -> antecedent neighbours -> replacements. No LLM.
+
+After ``reconstruct`` has packed its result R0 (in rank order, best first):
+
+1. seeds S = turns of R0 whose cosine to the query is at least ``cable_tau``;
+2. candidates U = one-hop neighbours of the seeds over ``antecedent`` edges, incoming
+   (earlier context of a seed) and outgoing (a later turn the seed helps explain),
+   minus R0, minus what the query's filter hides (as_of, scope);
+3. score(c) = sum over the seeds linked to c of cosine(c, seed);
+4. greedily by score: c is accepted when its cosine to every turn of the current result
+   (R0 and the turns accepted before it) is below ``cable_theta``, at most
+   ``cable_budget`` turns;
+5. each accepted turn takes budget left unused by the packer first, then REPLACES the
+   lowest-ranked turns of R0 until it fits; seeds that brought an accepted turn in are
+   never evicted. A turn that cannot fit is skipped. The token cap holds throughout.
+
+Invariants: the result never exceeds the budget; an accepted turn carries reason
+``antecedent`` and the verifier's reason of its strongest link; nothing here calls a
+model or writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from localmem import search
+from localmem.text import count_words, words_for_tokens
+
+if TYPE_CHECKING:
+    from localmem.reconstruct import Candidate
+    from localmem.search import TurnRow
+    from localmem.store import Store
+
+
+@dataclass(frozen=True)
+class Link:
+    seed: int  # turn id of the seed
+    other: int  # turn id of the neighbour
+    earlier: bool  # True: the neighbour is the antecedent (edge other -> seed)
+    reason: str
+
+
+def antecedent_links(store: Store, seeds: list[int]) -> list[Link]:
+    """Antecedent edges touching ``seeds``, seen from the seed's side."""
+    if not seeds:
+        return []
+    marks = ",".join("?" * len(seeds))
+    rows = store.conn.execute(
+        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({marks}) "
+        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({marks})",
+        [*seeds, *seeds],
+    ).fetchall()
+    return [Link(int(a), int(b), bool(e), str(r)) for a, b, e, r in rows]
+
+
+def expand(
+    store: Store,
+    qvec: np.ndarray,
+    visible: np.ndarray,
+    chosen: list[Candidate],
+    rows: dict[int, TurnRow],
+    budget_tokens: int,
+) -> tuple[list[Candidate], int]:
+    """The packed result with up to ``cable_budget`` antecedent turns in place of its
+    lowest-ranked ones; also returns how many were added. ``rows`` gains the rows of
+    the added turns (the renderer needs them)."""
+    from localmem.reconstruct import Candidate
+
+    p = store.params
+    if not chosen or p.cable_budget <= 0:
+        return chosen, 0
+    tm = store.turn_mirror()
+    ids = np.array([c.turn_id for c in chosen], dtype=np.int64)
+    pos = tm.index_of(ids)
+    qsim = tm.mat[np.maximum(pos, 0)] @ qvec
+    seed_pos = {int(t): int(q) for t, q, s in zip(ids, pos, qsim, strict=True) if q >= 0 and s >= p.cable_tau}
+    links = antecedent_links(store, sorted(seed_pos))
+    in_result = set(ids.tolist())
+    score: dict[int, float] = {}
+    best: dict[int, tuple[float, Link]] = {}
+    seen: set[tuple[int, int]] = set()
+    for link in links:
+        if link.other in in_result or (link.seed, link.other) in seen:
+            continue
+        seen.add((link.seed, link.other))
+        cpos = int(tm.index_of(np.array([link.other], dtype=np.int64))[0])
+        if cpos < 0 or not visible[cpos]:
+            continue
+        sim = float(tm.mat[cpos] @ tm.mat[seed_pos[link.seed]])
+        score[link.other] = score.get(link.other, 0.0) + sim
+        if link.other not in best or sim > best[link.other][0]:
+            best[link.other] = (sim, link)
+    if not score:
+        return chosen, 0
+
+    ranked = sorted(score, key=lambda t: (-score[t], t))
+    rows.update(search.turn_rows(store.conn, [t for t in ranked if t not in rows]))
+    result = list(chosen)
+    result_vecs = [tm.mat[int(q)] for q in pos if q >= 0]
+    protected: set[int] = set()
+    cap = words_for_tokens(budget_tokens)
+    added = 0
+    for cand in ranked:
+        if added >= p.cable_budget:
+            break
+        cvec = tm.mat[int(tm.index_of(np.array([cand], dtype=np.int64))[0])]
+        if result_vecs and float(np.max(np.stack(result_vecs) @ cvec)) >= p.cable_theta:
+            continue
+        link = best[cand][1]
+        trial = _fit(result, cand, rows, cap, protected | {link.seed})
+        if trial is None:
+            continue
+        side = f"earlier context of turn {link.seed}" if link.earlier else f"follows from turn {link.seed}"
+        why = f"{side}: {link.reason}" if link.reason else side
+        result = [*trial, Candidate(cand, round(score[cand], 6), "antecedent", why)]
+        result_vecs = [tm.mat[int(q)] for q in tm.index_of(np.array([c.turn_id for c in result], dtype=np.int64))]
+        protected.add(link.seed)
+        added += 1
+    return result, added
+
+
+def _fit(
+    result: list[Candidate], cand: int, rows: dict[int, TurnRow], cap: int, protected: set[int]
+) -> list[Candidate] | None:
+    """``result`` minus as few of its lowest-ranked, unprotected turns as it takes for
+    ``cand`` to fit in ``cap`` words; None if it cannot fit. Added turns (reason
+    antecedent) are never evicted for a later one."""
+    keep = list(result)
+    while _words([*keep, cand], rows) > cap:
+        for i in range(len(keep) - 1, -1, -1):
+            c = keep[i]
+            if c.turn_id not in protected and c.reason != "antecedent":
+                del keep[i]
+                break
+        else:
+            return None
+    return keep
+
+
+def _words(items: Sequence[Candidate | int], rows: dict[int, TurnRow]) -> int:
+    """Words of the rendered context: each turn's line, each session's header once."""
+    from localmem.reconstruct import header_line
+
+    total = 0
+    sessions: set[int] = set()
+    for item in items:
+        row = rows[item if isinstance(item, int) else item.turn_id]
+        total += row.words + len(row.speaker.split())
+        if row.session_id not in sessions:
+            sessions.add(row.session_id)
+            total += count_words(header_line(row))
+    return total

@@ -1,0 +1,390 @@
+"""CABLE: write-time antecedent construction (localmem/antecedent.py) and read-time
+expansion (localmem/expansion.py), on real stores; only the chat model is faked."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from localmem import antecedent
+from localmem.antecedent_prompts import FALLBACK, FOCUS, GENERIC
+from localmem.config import CableParams, RetrievalParams, Settings
+from localmem.jobs import claim, run_worker
+from localmem.llm import Generation
+from localmem.records import SessionIn
+from localmem.store import Store
+
+from .conftest import HashEmbedder, ScriptedGenerator, session
+
+
+class CableFake:
+    """Fake chat model for CABLE's two calls. ``queries(turn_text)`` gives the antecedent
+    queries; ``accept(current, earlier)`` decides a verdict. Records every call."""
+
+    model_id = "test-cable"
+
+    def __init__(
+        self,
+        queries: Callable[[str], list[str]] | None = None,
+        accept: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self.queries = queries or (lambda text: [text])
+        self.accept = accept or (lambda cur, old: True)
+        self.calls: list[tuple[str, list[dict[str, str]]]] = []
+
+    def generate_json(
+        self, messages: Sequence[dict[str, str]], schema: dict[str, Any], *, max_tokens: int, temperature: float
+    ) -> Generation:
+        user = messages[-1]["content"]
+        if "CURRENT turn:" in user:
+            self.calls.append(("verify", list(messages)))
+            assert temperature == 0.0
+            current = user.split("CURRENT turn:\n", 1)[1].split("\n", 1)[0]
+            earlier = re.findall(r"^h(\d+)\. (.*)$", user, flags=re.MULTILINE)
+            reply: dict[str, Any] = {
+                f"h{i}": {"valid": self.accept(_text(current), _text(t)), "confidence": 0.8, "reason": f"because {i}"}
+                for i, t in earlier
+            }
+        else:
+            self.calls.append(("queries", list(messages)))
+            memory = user.split("Memory: ", 1)[1].split("\n", 1)[0]
+            reply = {"queries": self.queries(_text(memory))}
+        text = json.dumps(reply)
+        return Generation(text, len(user.split()), len(text.split()))
+
+    def kinds(self) -> list[str]:
+        return [k for k, _m in self.calls]
+
+
+def _text(rendered: str) -> str:
+    """'(2024-01-05 10:00) Ana: I planted ...' or 'Ana: I planted ...' -> 'I planted ...'."""
+    rendered = re.sub(r"^\([^)]*\) ", "", rendered)
+    return rendered.split(": ", 1)[1] if ": " in rendered else rendered
+
+
+def story() -> list[SessionIn]:
+    return [
+        session(
+            "s1",
+            "2024-01-10T09:00:00",
+            ("Ana", "I got an offer for a software job in Seattle starting in March."),
+            ("Ben", "Congratulations, that is a big step for you."),
+            ("Ana", "I accepted the Seattle offer this morning."),
+        ),
+        session(
+            "s2",
+            "2024-02-20T18:00:00",
+            ("Ana", "I spent the whole weekend packing boxes and labelling them."),
+            ("Ben", "Do you need help carrying the sofa downstairs?"),
+            ("Ana", "Yes please, the movers come on Friday."),
+        ),
+        session(
+            "s3",
+            "2024-03-05T08:00:00",
+            ("Ana", "First day at the new office, the team seems friendly."),
+            ("Ben", "Thanks!"),
+            ("Ana", "The commute by ferry takes forty minutes."),
+        ),
+    ]
+
+
+def make_store(tmp_path: Path, cable: CableParams | None = None, **retrieval: Any) -> Store:
+    settings = Settings(db=tmp_path / "m.db", retrieval=RetrievalParams(**retrieval), cable=cable or CableParams())
+    s = Store(tmp_path / "m.db", embedder=HashEmbedder(), settings=settings)
+    s.write_sessions(story())
+    return s
+
+
+def tid(store: Store, source_id: str) -> int:
+    return int(store.conn.execute("SELECT id FROM turns WHERE source_id = ?", (source_id,)).fetchone()[0])
+
+
+def ids_before(store: Store, turn_id: int) -> set[int]:
+    """Earlier turns by (time, session, place), computed independently of the code under test."""
+    rows = store.conn.execute("SELECT id, ts, session_id, ord FROM turns").fetchall()
+    key = {int(r[0]): (r[1] or "", int(r[2]), int(r[3])) for r in rows}
+    return {t for t, k in key.items() if k < key[turn_id]}
+
+
+# --- construction -----------------------------------------------------------------
+
+
+def test_only_earlier_turns_are_candidates(tmp_path: Path) -> None:
+    with make_store(tmp_path, CableParams(subtraction=False)) as store:
+        new = tid(store, "s2:0")  # packing boxes
+        # queries that match later turns best: they must still never come back
+        gen = CableFake(queries=lambda text: ["first day new office team", "ferry commute minutes", "Seattle offer"])
+        out = antecedent.construct(store, gen, new, store.settings.cable)
+        earlier = ids_before(store, new)
+        assert out.retrieved and set(out.retrieved) <= earlier
+        assert set(out.direct) <= earlier and set(out.candidates) <= earlier
+        assert tid(store, "s1:0") in out.retrieved  # the Seattle offer was found
+        assert all(link.src in earlier for link in out.links)
+
+
+def test_subtraction_removes_exactly_the_direct_set(tmp_path: Path) -> None:
+    gen = CableFake(queries=lambda text: ["Seattle software job offer", "movers sofa", "Ben congratulations step"])
+    with make_store(tmp_path, CableParams(kb=2, kh=4)) as store:
+        new = tid(store, "s3:0")
+        out = antecedent.construct(store, gen, new, store.settings.cable)
+        assert len(out.direct) == 2
+        assert set(out.candidates) == set(out.retrieved) - set(out.direct)
+        assert set(out.direct) & set(out.retrieved), "the case must exercise an overlap"
+        without = antecedent.construct(store, gen, new, replace(store.settings.cable, subtraction=False))
+        assert set(without.candidates) == set(without.retrieved) == set(out.retrieved)
+        # best retrieval score first
+        scores = [out.retrieved[t] for t in out.candidates]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_rejected_candidates_make_no_edge(tmp_path: Path) -> None:
+    seattle = "I got an offer for a software job in Seattle starting in March."
+    gen = CableFake(queries=lambda text: ["Seattle job offer", "sofa movers"], accept=lambda cur, old: old == seattle)
+    with make_store(tmp_path, CableParams(kb=1, verify_batch=2)) as store:
+        new = tid(store, "s2:0")
+        store.conn.execute("INSERT INTO jobs(kind, turn_id) VALUES ('antecedent', ?)", (new,))
+        jobs = claim(store.conn, 1, kind=antecedent.KIND)
+        assert antecedent.run_jobs(store, gen, jobs) == 1
+        edges = store.conn.execute(
+            "SELECT src, dst, kind, weight, reason FROM edges WHERE kind = 'antecedent'"
+        ).fetchall()
+        assert edges == [(tid(store, "s1:0"), new, "antecedent", 0.8, edges[0][4])]
+        assert edges[0][4].startswith("because")
+        run = store.conn.execute(
+            "SELECT candidates, accepted, calls, variant, queries FROM antecedent_runs WHERE turn_id = ?", (new,)
+        ).fetchone()
+        n_verify = gen.kinds().count("verify")
+        assert run[0] >= 2 and run[1] == 1 and run[2] == 1 + n_verify and run[3] == "full"
+        assert n_verify == -(-run[0] // 2)  # batches of two candidates
+        assert json.loads(run[4]) == ["Seattle job offer", "sofa movers"]
+        # the job is done and a second run writes nothing
+        again = antecedent.Outcome(new, links=[antecedent.Link(tid(store, "s1:1"), 1.0, "x")])
+        assert not antecedent.write(store, jobs[0], again, "m", "full")
+        assert store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0] == 1
+
+
+def test_no_verification_links_every_candidate_without_verify_calls(tmp_path: Path) -> None:
+    gen = CableFake(queries=lambda text: ["Seattle job offer"], accept=lambda cur, old: False)
+    with make_store(tmp_path, CableParams(verification=False, kb=1)) as store:
+        out = antecedent.construct(store, gen, tid(store, "s2:0"), store.settings.cable)
+        assert gen.kinds() == ["queries"]
+        assert [link.src for link in out.links] == out.candidates and out.candidates
+        assert all(link.reason == "unverified" for link in out.links)
+        assert store.settings.cable.variant == "no-verification"
+
+
+def test_query_prompt_follows_memory_type_or_generic_switch(tmp_path: Path) -> None:
+    with make_store(tmp_path) as store:
+        new = tid(store, "s2:0")
+        store.conn.execute(
+            "INSERT INTO turn_enrichment(turn_id, memory_type, type_source) VALUES (?, 'plan', 'model')", (new,)
+        )
+        gen = CableFake(queries=lambda text: ["a", "b", "c", "d"])  # one too many
+        out = antecedent.construct(store, gen, new, replace(store.settings.cable, nq=3))
+        assert FOCUS["plan"] in gen.calls[0][1][-1]["content"]
+        assert out.memory_type == "plan" and out.queries == ["a", "b", "c"]
+        gen2 = CableFake()
+        antecedent.construct(store, gen2, new, replace(store.settings.cable, generic_queries=True))
+        assert GENERIC in gen2.calls[0][1][-1]["content"]
+        gen3 = CableFake()
+        antecedent.construct(store, gen3, tid(store, "s2:2"), store.settings.cable)  # untyped
+        assert FALLBACK in gen3.calls[0][1][-1]["content"]
+
+
+def test_low_information_and_first_turns_cost_no_call(tmp_path: Path) -> None:
+    gen = CableFake()
+    with make_store(tmp_path) as store:
+        thanks = antecedent.construct(store, gen, tid(store, "s3:1"), store.settings.cable)
+        first = antecedent.construct(store, gen, tid(store, "s1:0"), store.settings.cable)
+        assert thanks.skipped == "low information" and first.skipped == "no earlier turns"
+        assert gen.calls == []
+
+
+def test_worker_runs_antecedent_jobs_after_extraction(tmp_path: Path) -> None:
+    fake = CableFake(queries=lambda text: ["Seattle job offer"], accept=lambda cur, old: "Seattle" in old)
+    extract = ScriptedGenerator()
+
+    class Both:
+        model_id = "test-both"
+
+        def generate_json(self, messages: Sequence[dict[str, str]], schema: dict[str, Any], **kw: Any) -> Generation:
+            props = schema.get("properties", {})
+            if "m1" in props:
+                return extract.generate_json(messages, schema, **kw)
+            if "label" in props:  # the topic layer, when the queue is empty
+                return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
+            return fake.generate_json(messages, schema, **kw)
+
+    with make_store(tmp_path, CableParams(kb=1)) as store:  # a tiny store: B would cover every earlier turn
+        stats = run_worker(store, Both(), until_empty=True)  # type: ignore[arg-type]
+        n = store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+        assert stats.turns == n and stats.antecedent_turns == n
+        assert store.conn.execute("SELECT count(*) FROM antecedent_runs").fetchone()[0] == n
+        dst = {r[0] for r in store.conn.execute("SELECT dst FROM edges WHERE kind = 'antecedent'")}
+        assert tid(store, "s2:0") in dst and stats.antecedent_edges == len(
+            store.conn.execute("SELECT 1 FROM edges WHERE kind = 'antecedent'").fetchall()
+        )
+        report = antecedent.cable_stats(store)
+        assert report["turns_processed"] == n and report["edges"] == stats.antecedent_edges
+        # a second worker pass finds nothing left to do
+        before = len(fake.calls)
+        assert run_worker(store, Both(), until_empty=True).antecedent_turns == 0  # type: ignore[arg-type]
+        assert len(fake.calls) == before
+        # --no-cable leaves the queue alone
+    with Store(
+        tmp_path / "m2.db",
+        embedder=HashEmbedder(),
+        settings=Settings(db=tmp_path / "m2.db", cable=CableParams(enabled=False)),
+    ) as off:
+        off.write_sessions(story())
+        s2 = run_worker(off, Both(), until_empty=True)  # type: ignore[arg-type]
+        assert s2.antecedent_turns == 0 and s2.turns > 0
+        waiting = off.conn.execute("SELECT count(*) FROM jobs WHERE kind = 'antecedent' AND state = 'pending'")
+        assert waiting.fetchone()[0] == s2.turns
+
+
+def test_forget_removes_edges_and_runs(tmp_path: Path) -> None:
+    gen = CableFake(queries=lambda text: ["Seattle job offer"])
+    with make_store(tmp_path, CableParams(kb=1)) as store:
+        new = tid(store, "s2:0")
+        store.conn.execute("INSERT INTO jobs(kind, turn_id) VALUES ('antecedent', ?)", (new,))
+        antecedent.run_jobs(store, gen, claim(store.conn, 1, kind=antecedent.KIND))
+        assert store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0] > 0
+        store.forget(session="s2")
+        assert store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0] == 0
+        assert store.conn.execute("SELECT count(*) FROM antecedent_runs").fetchone()[0] == 0
+
+
+# --- expansion ----------------------------------------------------------------------
+
+
+def link(store: Store, src: str, dst: str, reason: str = "r") -> None:
+    store.conn.execute(
+        "INSERT INTO edges(src, dst, kind, weight, reason) VALUES (?, ?, 'antecedent', 0.9, ?)",
+        (tid(store, src), tid(store, dst), reason),
+    )
+
+
+def expansion_store(tmp_path: Path, n_links: int = 2, **retrieval: Any) -> Store:
+    """One seed turn about a ferry; ``n_links`` unrelated turns linked to it."""
+    settings = Settings(db=tmp_path / "x.db", retrieval=RetrievalParams(**{"candidates": 1, **retrieval}))
+    s = Store(tmp_path / "x.db", embedder=HashEmbedder(), settings=settings)
+    lines = [("Ana", f"Note {i}: alpha{i} beta{i} gamma{i} delta{i}.") for i in range(n_links)]
+    s.write_sessions(
+        [
+            session("old", "2023-06-01T10:00:00", *lines),
+            session(
+                "new",
+                "2024-03-05T08:00:00",
+                ("Ana", "The ferry commute takes forty minutes each way."),
+                ("Ben", "Ferry rides are relaxing."),
+            ),
+        ]
+    )
+    return s
+
+
+def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path) -> None:
+    gen = CableFake()
+    with expansion_store(tmp_path, n_links=3, temporal_window=0) as store:
+        link(store, "old:0", "new:0", "the move explains the commute")  # in-edge of the seed
+        link(store, "new:0", "old:1", "later consequence")  # out-edge (direction only matters for why)
+        q = "How long is the ferry commute?"
+        off = replace(store.settings.retrieval, cable=False)
+        base = store.reconstruct(q, 2000)
+        got = {t.turn_id: t for t in base.turns}
+        assert got[tid(store, "old:0")].reason == "antecedent"
+        assert "earlier context of turn" in got[tid(store, "old:0")].why
+        assert "the move explains the commute" in got[tid(store, "old:0")].why
+        assert got[tid(store, "old:1")].reason == "antecedent"
+        assert "follows from turn" in got[tid(store, "old:1")].why
+        assert tid(store, "old:2") not in got  # not linked
+        assert base.stats["antecedent"] == 2
+        store.settings = replace(store.settings, retrieval=off)
+        plain = store.reconstruct(q, 2000)
+        assert {tid(store, "old:0"), tid(store, "old:1")}.isdisjoint(t.turn_id for t in plain.turns)
+    assert gen.calls == []  # reading never calls a model
+
+
+def test_expansion_respects_tau(tmp_path: Path) -> None:
+    with expansion_store(tmp_path, temporal_window=0, cable_tau=0.99) as store:
+        link(store, "old:0", "new:0")
+        ctx = store.reconstruct("How long is the ferry commute?", 2000)
+        assert all(t.reason != "antecedent" for t in ctx.turns)
+
+
+def test_expansion_novelty_filter_theta(tmp_path: Path) -> None:
+    from localmem.expansion import expand
+    from localmem.reconstruct import Candidate
+    from localmem.search import turn_rows
+
+    with expansion_store(tmp_path, temporal_window=0) as store:
+        store.write_sessions(
+            [session("dup", "2024-03-05T08:00:00", ("Ana", "The ferry commute takes forty minutes each way."))]
+        )
+        seed, dup, novel = tid(store, "new:0"), tid(store, "dup:0"), tid(store, "old:0")
+        link(store, "dup:0", "new:0")
+        link(store, "old:0", "new:0")
+        tm = store.turn_mirror()
+        qvec = store.embedder.embed(["ferry commute forty minutes"])[0]
+        visible = np.ones(len(tm.ids), dtype=bool)
+
+        def run(theta: float) -> list[int]:
+            store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable_theta=theta))
+            rows = turn_rows(store.conn, [seed])
+            out, _n = expand(store, qvec, visible, [Candidate(seed, 1.0, "anchor")], rows, 2000)
+            return [c.turn_id for c in out if c.reason == "antecedent"]
+
+        assert run(0.9) == [novel]  # the near-duplicate of the seed is not new information
+        assert sorted(run(1.01)) == sorted([dup, novel])
+
+
+def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> None:
+    q = "ferry commute forty minutes"
+    with expansion_store(tmp_path, n_links=8, temporal_window=0, candidates=2) as store:
+        for i in range(8):
+            link(store, f"old:{i}", "new:0")
+        ctx = store.reconstruct(q, 2000)
+        added = [t for t in ctx.turns if t.reason == "antecedent"]
+        assert len(added) == 5 and ctx.stats["antecedent"] == 5
+        # a budget the model-free result fills: antecedent turns must replace, not append
+        store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=False))
+        full = store.reconstruct(q, 2000)
+        budget = full.tokens + 2
+        plain = store.reconstruct(q, budget)
+        assert len(plain.turns) == len(full.turns) >= 2
+        store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=True))
+        tight = store.reconstruct(q, budget)
+        assert tight.tokens <= budget
+        added = [t for t in tight.turns if t.reason == "antecedent"]
+        assert added, "an antecedent turn must fit by replacing"
+        kept = {t.turn_id for t in tight.turns if t.reason != "antecedent"}
+        dropped = [t for t in plain.turns if t.turn_id not in kept]
+        assert dropped, "replaced, not appended"
+        assert tid(store, "new:0") in kept  # the seed that brought them in stays
+        assert min(t.score for t in plain.turns) in [d.score for d in dropped]  # the lowest went first
+
+
+def test_expansion_respects_as_of(tmp_path: Path) -> None:
+    with expansion_store(tmp_path, temporal_window=0) as store:
+        store.write_sessions([session("later", "2025-01-01T00:00:00", ("Ana", "Sold the car, ferry only now."))])
+        link(store, "new:0", "later:0")
+        ctx = store.reconstruct("ferry commute forty minutes", 2000, as_of="2024-06-01")
+        assert tid(store, "later:0") not in [t.turn_id for t in ctx.turns]
+        ctx2 = store.reconstruct("ferry commute forty minutes", 2000)
+        assert tid(store, "later:0") in [t.turn_id for t in ctx2.turns]
+
+
+@pytest.mark.parametrize("field", ["kb", "kh", "nq", "verify_batch"])
+def test_cable_params_must_be_positive(field: str) -> None:
+    from localmem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        CableParams(**{field: 0})
