@@ -159,6 +159,7 @@ def layer_stats(store: Store) -> dict[str, Any]:
         "cues_rejected": rejected,
         "rejected_cue_rate": round(rejected / (kept + rejected), 3) if kept + rejected else 0.0,
         "tags": one("SELECT count(*) FROM tags"),
+        "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
         "models": [str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM turn_enrichment WHERE model != ''")],
         "jobs": counts(conn),
         "antecedent": cable_stats(store),

@@ -10,9 +10,13 @@ so new turns in a session queue a new job (incremental). Running a job:
 - each new or grown topic gets a short label and summary from the model (one
   schema-constrained call), or without a model its top keywords as the label and its
   speakers and dates as the summary;
-- topics, their member turns and ``done`` commit in one transaction.
+- topics, their member turns and ``done`` commit in one transaction, which also clears
+  each touched topic's ``themed`` flag: the cross-session theme pass
+  (``localmem/themes.py``), run after the jobs, picks the topic up from that flag.
 
-``jobs.py``'s worker only claims ``extract`` jobs; this module claims its own.
+Topics here are rows of kind ``session``; themes share the table (kind ``theme``) and
+are never grown or relabelled by this module. ``jobs.py``'s worker only claims
+``extract`` jobs; this module claims its own.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +34,9 @@ from localmem.errors import LocalmemError
 from localmem.jobs import now_iso
 from localmem.llm import Generator
 from localmem.store import Store
+
+if TYPE_CHECKING:
+    from localmem.themes import ThemeStats
 
 KIND = "topics"
 SIMILAR = 0.25
@@ -50,32 +58,43 @@ class TopicStats:
     topics_grown: int = 0
     turns: int = 0
     model_calls: int = 0
+    themes: ThemeStats | None = None
 
 
 def enqueue(store: Store) -> int:
     """Queue a topics job for each session with turns outside every topic."""
     with db.transaction(store.conn):
         rows = store.conn.execute(
-            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, max(t.id) FROM turns t "
-            "WHERE t.id NOT IN (SELECT turn_id FROM topic_turns) GROUP BY t.session_id RETURNING id",
+            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, max(t.id) FROM turns t WHERE t.id NOT IN "
+            "(SELECT tt.turn_id FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session') "
+            "GROUP BY t.session_id RETURNING id",
             (KIND,),
         ).fetchall()
     return len(rows)
 
 
-def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
-    """A label from the most frequent keywords (extracted ones first, else words)."""
+def keywords(store: Store, turn_ids: list[int]) -> Counter[str]:
+    """Keyword counts of some turns: extracted keyword cues, else the turns' own words."""
     marks = ",".join("?" * len(turn_ids))
     kws = [
         str(r[0]).lower()
         for r in store.conn.execute(f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks})", turn_ids)
     ]
-    rows = search.turn_rows(store.conn, turn_ids)
     if not kws:
-        for r in rows.values():
-            kws += [w for w in re.findall(r"[a-z][a-z']{2,}", r.text.lower()) if w not in search.STOPWORDS]
-    top = [w for w, _ in Counter(kws).most_common(3)]
+        rows = search.turn_rows(store.conn, turn_ids).values()
+        # speakers' names and contractions ("i'm", "it's") are in every topic of a chat
+        skip = search.STOPWORDS | {w for r in rows for w in r.speaker.lower().split()}
+        for r in rows:
+            words = (w.removesuffix("'s") for w in re.findall(r"[a-z][a-z']{2,}", r.text.lower()))
+            kws += [w for w in words if "'" not in w and w not in skip]
+    return Counter(kws)
+
+
+def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
+    """A label from the most frequent keywords, a summary from speakers and date."""
+    top = [w for w, _ in keywords(store, turn_ids).most_common(3)]
     label = ", ".join(top) or "conversation"
+    rows = search.turn_rows(store.conn, turn_ids)
     speakers = sorted({r.speaker for r in rows.values() if r.speaker})
     times = sorted(r.ts for r in rows.values() if r.ts)
     when = f" on {times[0][:10]}" if times else ""
@@ -97,7 +116,8 @@ def _label_model(store: Store, gen: Generator, turn_ids: list[int]) -> tuple[str
     return (label[:60], summary[:300]) if label else None
 
 
-def _vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
+def vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
+    """The turns' vectors from the store's turn mirror (zero rows for turns without one)."""
     tm = store.turn_mirror()
     pos = tm.index_of(np.array(turn_ids, dtype=np.int64))
     out = np.zeros((len(turn_ids), tm.mat.shape[1] if len(tm.ids) else 1), dtype=np.float32)
@@ -110,7 +130,8 @@ def _vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
 def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
     """(topic id or None for a new topic, turn ids to add) for a session's unassigned turns."""
     rows = store.conn.execute(
-        "SELECT t.id, (SELECT tt.topic_id FROM topic_turns tt WHERE tt.turn_id = t.id LIMIT 1) "
+        "SELECT t.id, (SELECT tt.topic_id FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id "
+        "AND p.kind = 'session' WHERE tt.turn_id = t.id LIMIT 1) "
         "FROM turns t WHERE t.session_id = ? ORDER BY t.ord",
         (session_id,),
     ).fetchall()
@@ -126,7 +147,7 @@ def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
             todo.append(int(tid))
     if not todo:
         return []
-    vecs = dict(zip(last_members + todo, _vectors(store, last_members + todo), strict=True))
+    vecs = dict(zip(last_members + todo, vectors(store, last_members + todo), strict=True))
     groups: list[tuple[int | None, list[int]]] = []
     current: tuple[int | None, list[int]] = (last_topic, [])
     members = list(last_members)
@@ -173,7 +194,7 @@ def run_job(store: Store, job_id: int, turn_id: int, gen: Generator | None, stat
                 stats.topics_created += 1
             else:
                 store.conn.execute(
-                    "UPDATE topics SET label = ?, summary = ?, updated_at = ? WHERE id = ?",
+                    "UPDATE topics SET label = ?, summary = ?, updated_at = ?, themed = 0 WHERE id = ?",
                     (label, summary, now, topic),
                 )
                 stats.topics_grown += 1
@@ -185,8 +206,9 @@ def run_job(store: Store, job_id: int, turn_id: int, gen: Generator | None, stat
     stats.jobs += 1
 
 
-def run_topics(store: Store, gen: Generator | None = None) -> TopicStats:
-    """Queue what is missing, then run every pending topics job (oldest first)."""
+def run_topics(store: Store, gen: Generator | None = None, *, themes: bool = True) -> TopicStats:
+    """Queue what is missing, run every pending topics job (oldest first), then the
+    cross-session theme pass over the topics that changed (unless ``themes`` is off)."""
     enqueue(store)
     stats = TopicStats()
     jobs = store.conn.execute(
@@ -196,4 +218,8 @@ def run_topics(store: Store, gen: Generator | None = None) -> TopicStats:
         if turn_id is None:
             continue
         run_job(store, int(job_id), int(turn_id), gen, stats)
+    if themes:
+        from localmem.themes import run_themes  # themes builds on this module's helpers
+
+        stats.themes = run_themes(store, gen)
     return stats

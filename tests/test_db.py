@@ -93,6 +93,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("index", "ingest_files_fingerprint"),
         ("index", "jobs_state"),
         ("index", "topic_turns_turn"),
+        ("index", "topics_kind"),
         ("index", "turn_enrichment_type"),
         ("index", "turns_source_id"),
         ("index", "turns_ts"),
@@ -107,6 +108,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("table", "meta"),
         ("table", "sessions"),
         ("table", "tags"),
+        ("table", "theme_topics"),
         ("table", "topic_turns"),
         ("table", "topics"),
         ("table", "turn_enrichment"),
@@ -114,6 +116,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
         ("table", "turns_fts"),
         ("trigger", "cues_fts_delete"),
         ("trigger", "extracted_cues_fts_delete"),
+        ("trigger", "topic_turns_delete"),
         ("trigger", "turns_fts_delete"),
     ]
 

@@ -1,0 +1,333 @@
+"""Cross-session themes: session topics that recur in several sessions, grouped and
+labelled (MRAgent's abstraction layer, over episodes of many sessions).
+
+A theme is a ``topics`` row of kind ``theme`` (migration 0006). Its member turns are
+rows of ``topic_turns`` (the union of its session topics' turns), so topic -> turns
+reads a theme like any topic; ``theme_topics`` links it to the session topics it
+groups, each in at most one theme. ``run_themes`` is one pass:
+
+- its work is what the ``themed`` flag marks: session topics created, grown or shrunk
+  since the last pass, themes that lost turns to ``forget``;
+- a theme whose topics no longer span two sessions is dissolved and its topics are
+  placed again;
+- a changed topic already in a theme stays in it (its new turns join the theme);
+- any other changed topic joins the most similar theme, or pairs with the most similar
+  theme-less topic of another session into a new theme, when the score reaches
+  ``SIMILAR``; otherwise it waits, theme-less, for a later topic to match it. The score
+  is the cosine of centred centroids (mean member turn vector minus the store's mean
+  turn vector: chat turns share a common direction that makes any two topics look
+  alike) plus ``KEYWORD_BONUS`` when the two share one of their top keywords;
+- only themes whose membership changed are labelled again: one schema-constrained model
+  call each, or without a model (or when the call fails) their top keywords as the
+  label and their topics' labels and dates as the summary.
+
+Why a pass and not a job kind of its own: the ``themed`` flag already records the work
+durably, cleared in the same transaction that changes a topic's turns, so a queue row
+would only repeat it. The pass reads, calls the model outside any transaction, then
+writes everything in ONE transaction after checking that the topic tables are still
+as it read them (otherwise it writes nothing and the next pass starts over). A crash or
+a concurrent writer therefore never leaves a half-built theme, and a failed model call
+costs a label, never a grouping. ``localmem.topics.run_topics`` runs it after its jobs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from localmem import db, topics
+from localmem.errors import LocalmemError
+from localmem.jobs import now_iso
+from localmem.llm import Generator
+from localmem.store import Store
+
+SIMILAR = 0.5
+KEYWORD_BONUS = 0.1
+TOP_KEYWORDS = 5
+RARE_SHARE, RARE_MIN = 0.1, 3
+MODEL_LABELS = 8  # per pass; more changed themes get keyword labels now, the model's later
+PROMPT_TOPICS = 12
+PROMPT = """You name a theme that comes back in several conversations. Each line is one
+conversation's topic: its date, then its label and summary. Reply with JSON: "label" (two
+to five words for what the lines have in common) and "summary" (one sentence saying what
+the theme is about and how it went on over time)."""
+
+
+@dataclass
+class ThemeStats:
+    topics_placed: int = 0  # changed session topics the pass looked at
+    themes_created: int = 0
+    topics_joined: int = 0  # topics that joined an existing theme
+    themes_relabelled: int = 0  # existing themes labelled again
+    themes_dissolved: int = 0
+    model_calls: int = 0
+    conflicts: int = 0  # passes discarded because the topic tables changed meanwhile
+
+
+@dataclass
+class _Topic:
+    id: int
+    label: str
+    summary: str
+    themed: bool
+    theme: int | None
+    turns: list[int] = field(default_factory=list)
+    sessions: set[int] = field(default_factory=set)
+    first: str = ""
+
+
+@dataclass
+class _Theme:
+    id: int | None  # None until written
+    members: list[int]
+    changed: bool
+
+
+Snapshot = tuple[list[Any], list[Any]]
+
+
+def _read(conn: db.Conn) -> Snapshot:
+    """Everything a pass depends on (topics with their theme, member turns); read again
+    inside the write transaction to see whether anything changed meanwhile."""
+    rows = conn.execute(
+        "SELECT p.id, p.kind, p.themed, p.label, p.summary, p.updated_at, x.theme_id "
+        "FROM topics p LEFT JOIN theme_topics x ON x.topic_id = p.id ORDER BY p.id"
+    ).fetchall()
+    members = conn.execute(
+        "SELECT x.topic_id, x.turn_id, t.session_id, coalesce(t.ts, s.started_at, '') FROM topic_turns x "
+        "JOIN turns t ON t.id = x.turn_id JOIN sessions s ON s.id = t.session_id ORDER BY x.topic_id, t.session_id, t.ord"
+    ).fetchall()
+    return rows, members
+
+
+class _Pass:
+    """One pass's state: session topics, themes, centroids; ``place`` decides."""
+
+    def __init__(self, store: Store, snap: Snapshot) -> None:
+        rows, members = snap
+        self.store = store
+        self.topics: dict[int, _Topic] = {}
+        self.themes: dict[int, _Theme] = {}
+        self.theme_turns: dict[int, set[int]] = {}
+        for tid, kind, themed, label, summary, _at, theme in rows:
+            if kind == "theme":
+                self.themes[int(tid)] = _Theme(int(tid), [], not themed)
+            else:
+                t = _Topic(int(tid), str(label), str(summary), bool(themed), None if theme is None else int(theme))
+                self.topics[t.id] = t
+        for tid, turn, sess, ts in members:
+            if tid in self.themes:
+                self.theme_turns.setdefault(int(tid), set()).add(int(turn))
+            elif tid in self.topics:
+                t = self.topics[int(tid)]
+                t.turns.append(int(turn))
+                t.sessions.add(int(sess))
+                if ts and (not t.first or ts < t.first):
+                    t.first = str(ts)
+        for t in self.topics.values():
+            if t.theme is not None and t.theme in self.themes:
+                self.themes[t.theme].members.append(t.id)
+        self.centroid = self._centroids()
+        self._theme_centroids: dict[int, np.ndarray] = {}
+        self._keywords: dict[int, set[str]] = {}
+        self._spread: dict[str, int] = {}
+        self.turn_topic = {x: t.id for t in self.topics.values() for x in t.turns}
+        self.dissolved: list[int] = []
+
+    def _centroids(self) -> dict[int, np.ndarray]:
+        tm = self.store.turn_mirror()
+        mean = tm.mat.mean(axis=0) if len(tm.ids) else 0.0
+        with_turns = [t for t in self.topics.values() if t.turns]
+        vecs = topics.vectors(self.store, [x for t in with_turns for x in t.turns])
+        out: dict[int, np.ndarray] = {}
+        at = 0
+        for t in with_turns:
+            c = vecs[at : at + len(t.turns)].mean(axis=0) - mean
+            at += len(t.turns)
+            out[t.id] = c / (float(np.linalg.norm(c)) or 1.0)
+        return out
+
+    def theme_centroid(self, key: int) -> np.ndarray:
+        if key not in self._theme_centroids:
+            vecs = [self.centroid[m] for m in self.themes[key].members if m in self.centroid]
+            c = np.mean(vecs, axis=0) if vecs else np.zeros_like(next(iter(self.centroid.values())))
+            self._theme_centroids[key] = c / (float(np.linalg.norm(c)) or 1.0)
+        return self._theme_centroids[key]
+
+    def keywords(self, topic_id: int) -> set[str]:
+        """A topic's top keywords (extracted keyword cues, else words) that few topics
+        hold, read on demand: only pairs near the threshold need them."""
+        if topic_id not in self._keywords:
+            turns = self.topics[topic_id].turns
+            top = topics.keywords(self.store, turns).most_common(TOP_KEYWORDS) if turns else []
+            self._keywords[topic_id] = {w for w, _ in top if self._rare(w)}
+        return self._keywords[topic_id]
+
+    def _rare(self, word: str) -> bool:
+        """Whether few session topics (``RARE_SHARE`` of them, at least ``RARE_MIN``) hold
+        ``word``: a word most topics have ("great", a nickname) says nothing about
+        recurrence."""
+        if word not in self._spread:
+            phrase = '"' + word.replace('"', '""') + '"'
+            hits = self.store.conn.execute("SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?", (phrase,))
+            self._spread[word] = len({self.turn_topic.get(int(r[0])) for r in hits} - {None})
+        return self._spread[word] <= max(RARE_MIN, RARE_SHARE * len(self.topics))
+
+    def best(self, topic_id: int, free: list[int]) -> tuple[str, int] | None:
+        """The theme or theme-less topic of another session that ``topic_id`` matches
+        best, if any reaches ``SIMILAR``; a theme wins a tie."""
+        topic = self.topics[topic_id]
+        cands: list[tuple[str, int, list[int]]] = [("theme", k, th.members) for k, th in self.themes.items()]
+        cands += [("topic", o, [o]) for o in free if not self.topics[o].sessions & topic.sessions]
+        if not cands:
+            return None
+        mat = np.stack([self.theme_centroid(k) if kind == "theme" else self.centroid[k] for kind, k, _ in cands])
+        sims = mat @ self.centroid[topic_id]
+        found: tuple[float, bool, str, int] | None = None  # (score, is a theme, kind, key)
+        for (kind, key, members), sim in zip(cands, sims.tolist(), strict=True):
+            if sim < SIMILAR - KEYWORD_BONUS:
+                continue
+            if sim < SIMILAR and any(self.keywords(topic_id) & self.keywords(m) for m in members):
+                sim += KEYWORD_BONUS  # same words: what the vectors half-say, the keywords confirm
+            if sim >= SIMILAR and (found is None or (sim, kind == "theme") > found[:2]):
+                found = (sim, kind == "theme", kind, key)
+        return None if found is None else (found[2], found[3])
+
+    def place(self, stats: ThemeStats) -> list[int]:
+        """Decide every changed topic's theme; returns the topics looked at."""
+        for key, theme in list(self.themes.items()):
+            spanned = set().union(*(self.topics[m].sessions for m in theme.members))
+            if len(spanned) < 2:  # forget took sessions away: no longer recurring
+                for m in theme.members:
+                    self.topics[m].theme, self.topics[m].themed = None, False
+                del self.themes[key]
+                self.dissolved.append(key)
+                stats.themes_dissolved += 1
+        pending = sorted(t.id for t in self.topics.values() if not t.themed)
+        free = [t.id for t in self.topics.values() if t.themed and t.theme is None and t.id in self.centroid]
+        fresh = 0
+        for tid in pending:
+            topic = self.topics[tid]
+            stats.topics_placed += 1
+            if topic.theme is not None:
+                self.themes[topic.theme].changed = True
+                self._theme_centroids.pop(topic.theme, None)
+                continue
+            if tid not in self.centroid:
+                continue  # no turns left: nothing to compare
+            best = self.best(tid, free)
+            if best is None:
+                free.append(tid)
+                continue
+            kind, key = best
+            if kind == "topic":
+                fresh -= 1  # new themes get negative keys until written
+                self.themes[fresh] = _Theme(None, [key], True)
+                self.topics[key].theme = fresh
+                free.remove(key)
+                key = fresh
+            else:
+                stats.topics_joined += 1
+            self.themes[key].members.append(tid)
+            self.themes[key].changed = True
+            self._theme_centroids.pop(key, None)
+            topic.theme = key
+        return pending
+
+    def label(self, theme: _Theme, gen: Generator | None, stats: ThemeStats) -> tuple[str, str]:
+        members = sorted((self.topics[m] for m in theme.members), key=lambda t: (t.first, t.id))
+        if gen is not None:
+            stats.model_calls += 1
+            got = _label_model(gen, members)
+            if got is not None:
+                return got
+        turns = [x for t in members for x in t.turns]
+        top = [w for w, _ in topics.keywords(self.store, turns).most_common(3)]
+        label = ", ".join(top) or "recurring conversation"
+        dates = sorted(t.first[:10] for t in members if t.first)
+        when = f" from {dates[0]} to {dates[-1]}" if dates else ""
+        names = "; ".join(dict.fromkeys(t.label for t in members))
+        sessions = len(set().union(*(t.sessions for t in members)))
+        return label, f"Came up in {sessions} sessions{when}: {names}."[:300]
+
+
+def _label_model(gen: Generator, members: list[_Topic]) -> tuple[str, str] | None:
+    shown = members if len(members) <= PROMPT_TOPICS else members[: PROMPT_TOPICS // 2] + members[-PROMPT_TOPICS // 2 :]
+    lines = [f"m{i}. {t.first[:10] or 'undated'}: {t.label} - {t.summary[:200]}" for i, t in enumerate(shown, 1)]
+    msgs = [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+    try:
+        out = gen.generate_json(msgs, topics.SCHEMA, max_tokens=topics.LABEL_TOKENS, temperature=0.0)
+        data = json.loads(out.text)
+    except (LocalmemError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    label, summary = str(data.get("label", "")).strip(), str(data.get("summary", "")).strip()
+    return (label[:60], summary[:300]) if label else None
+
+
+def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:
+    """One theme pass over what changed since the last (see the module docstring)."""
+    stats = ThemeStats()
+    if store.conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone() is None:
+        return stats
+    snap = _read(store.conn)
+    plan = _Pass(store, snap)
+    placed = plan.place(stats)
+    # The pass commits only if nothing changed meanwhile, so a bounded number of model
+    # calls keeps it short; themes past the bound stay marked for the next pass.
+    changed = [key for key, theme in plan.themes.items() if theme.changed]
+    labels = {
+        key: plan.label(plan.themes[key], gen if i < MODEL_LABELS else None, stats) for i, key in enumerate(changed)
+    }
+    later = set(changed[MODEL_LABELS:]) if gen is not None else set()
+    with db.transaction(store.conn):
+        if _read(store.conn) != snap:
+            stats.conflicts += 1
+            return stats
+        _write(store, plan, labels, later, placed, stats)
+    return stats
+
+
+def _write(
+    store: Store, plan: _Pass, labels: dict[int, tuple[str, str]], later: set[int], placed: list[int], stats: ThemeStats
+) -> None:
+    conn = store.conn
+    now = now_iso()
+    conn.executemany("DELETE FROM topics WHERE id = ? AND kind = 'theme'", [(k,) for k in plan.dissolved])
+    for key, theme in plan.themes.items():
+        if not theme.changed:
+            continue
+        label, summary = labels[key]
+        if theme.id is None:
+            theme.id = int(
+                conn.execute(
+                    "INSERT INTO topics(label, summary, updated_at, kind, themed) VALUES (?, ?, ?, 'theme', 0) "
+                    "RETURNING id",
+                    (label, summary, now),
+                ).fetchone()[0]
+            )
+            stats.themes_created += 1
+        else:
+            stats.themes_relabelled += 1
+        conn.executemany(
+            "INSERT OR IGNORE INTO theme_topics(theme_id, topic_id) VALUES (?, ?)",
+            [(theme.id, m) for m in theme.members],
+        )
+        want = {x for m in theme.members for x in plan.topics[m].turns}
+        have = plan.theme_turns.get(key, set())
+        conn.executemany(
+            "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(theme.id, x) for x in want - have]
+        )
+        conn.executemany(
+            "DELETE FROM topic_turns WHERE topic_id = ? AND turn_id = ?", [(theme.id, x) for x in have - want]
+        )
+        # last: removing turns above fires the trigger that marks the theme unlabelled
+        conn.execute(
+            "UPDATE topics SET label = ?, summary = ?, updated_at = ?, themed = ? WHERE id = ?",
+            (label, summary, now, int(key not in later), theme.id),
+        )
+    conn.executemany("UPDATE topics SET themed = 1 WHERE id = ?", [(t,) for t in placed])
