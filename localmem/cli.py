@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localmem import __version__
+from localmem import __version__, cable_flags
 from localmem.config import Settings, load_settings
 from localmem.errors import InputError, LocalmemError
 from localmem.progress import Progress
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        settings = load_settings(db=args.db, embedder=args.embedder)
+        settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
         print(f"localmem: error: {exc}", file=sys.stderr)
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
     )
     c.add_argument("--json", action="store_true", help="print JSON (text, tokens, turns with reasons)")
+    cable_flags.add_read_flags(c)
     c.set_defaults(func=cmd_query)
 
     for name, helptext, desc in (
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             c.add_argument("--retry-parked", action="store_true", help="give parked jobs new attempts first")
         c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress bar)")
+        cable_flags.add_build_flags(c)
         c.set_defaults(func=cmd_worker, mode=name)
 
     c = sub.add_parser(
@@ -156,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--as-of", help="the question time: ignore turns after it (ISO 8601)")
     c.add_argument("--scope", help="only sessions of this source or this session key")
     c.add_argument("--json", action="store_true", help="print JSON (answer and cited turns)")
+    cable_flags.add_read_flags(c)
     c.set_defaults(func=cmd_answer)
 
     c = sub.add_parser("stats", help="what the store holds, layer by layer")
@@ -191,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mcp_server.serve import add_arguments
 
     add_arguments(c)
+    cable_flags.add_read_flags(c)
     c.set_defaults(func=cmd_serve)
 
     c = sub.add_parser(
@@ -294,7 +298,12 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         if getattr(args, "retry_parked", False):
             retry_parked(store.conn)
         todo = counts(store.conn)
-        total = todo["pending"] + todo["running"] if args.mode == "enrich" else None
+        total = None
+        if args.mode == "enrich":
+            # each enriched turn gets an antecedent job too, when CABLE is on
+            links = counts(store.conn, "antecedent") if settings.cable.enabled else {"pending": 0, "running": 0}
+            total = (todo["pending"] + todo["running"]) * (2 if settings.cable.enabled else 1)
+            total += links["pending"] + links["running"]
         if not args.json:
             print(f"localmem {args.mode}: {gen.model_id}, {todo['pending']} turns queued", file=sys.stderr)
         with Progress(args.mode, total, unit="turns", quiet=args.json) as bar:
@@ -304,7 +313,13 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                 from localmem.ingest.watch import stop_on_signals
 
                 stats = run_worker(store, gen, stop=stop_on_signals(), once=args.once, progress=bar.advance)
-        summary = {**stats.to_dict(), "jobs": counts(store.conn), "coverage": layer_stats(store)["enriched_pct"]}
+        layers = layer_stats(store)
+        summary = {
+            **stats.to_dict(),
+            "jobs": counts(store.conn),
+            "coverage": layers["enriched_pct"],
+            "antecedent": layers["antecedent"],
+        }
     if args.json:
         _print_json(summary)
     else:
@@ -312,6 +327,12 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             f"enriched {summary['turns']} turns in {summary['seconds']}s ({summary['turns_per_s']} turns/s), "
             f"{summary['cues_kept']} cues kept, {summary['cues_rejected']} rejected, {summary['failed']} failures; "
             f"queue: {summary['jobs']}; {summary['coverage']}% of turns enriched"
+        )
+        a = summary["antecedent"]
+        print(
+            f"antecedent links: {summary['antecedent_turns']} turns linked this run, "
+            f"{summary['antecedent_edges']} edges from {summary['antecedent_candidates']} candidates, "
+            f"{summary['antecedent_calls']} model calls; store: {a['edges']} edges, {a['jobs_waiting']} turns waiting"
         )
     return 0
 
@@ -456,8 +477,14 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     )
     print("memory types  " + ", ".join(f"{k} {v}" for k, v in e["memory_types"].items()))
     print("jobs          " + ", ".join(f"{k} {v}" for k, v in e["jobs"].items()))
+    a = e["antecedent"]
+    print(
+        f"antecedents   {a['turns_processed']} turns processed ({a['turns_skipped']} skipped), {a['jobs_waiting']} "
+        f"waiting; {a['edges']} edges, per turn: {a['edges_per_turn']} edges, {a['candidates_per_turn']} "
+        f"candidates, {a['calls_per_turn']} model calls"
+    )
     for p in e["parked"]:
-        print(f"  parked job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
+        print(f"  parked {p['kind']} job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
     return 0
 
 

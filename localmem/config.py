@@ -44,6 +44,8 @@ class RetrievalParams:
     def __post_init__(self) -> None:
         if self.extracted_cues not in ("all", "fill", "off"):
             raise ConfigError(f"retrieval.extracted_cues must be all, fill or off; got {self.extracted_cues!r}")
+        if self.cable_budget < 0:
+            raise ConfigError(f"retrieval.cable_budget must be 0 or more, got {self.cable_budget!r}")
 
     # CABLE expansion (localmem/expansion.py): seeds are packed turns with cosine to the
     # query >= cable_tau; their one-hop antecedent neighbours (in and out), scored by the

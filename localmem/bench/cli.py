@@ -42,6 +42,10 @@ def add_bench_parser(sub: Any) -> None:
             c.add_argument("--questions", type=int, help="explore: at most N questions in all")
             c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
             c.add_argument("--enrich", action="store_true", help="explore: enrich with --model first")
+            from localmem import cable_flags
+
+            cable_flags.add_read_flags(c)
+            cable_flags.add_build_flags(c, with_off=False)
         c.set_defaults(func=_run, bench=name)
 
     c = bsub.add_parser(
@@ -137,6 +141,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         if getattr(args, "model", None):
             _enrich_locomo(args, settings, workdir, embedder, log)
+            if "localmem" in methods and "localmem-nocable" not in methods:
+                methods.append("localmem-nocable")  # the same stores with and without CABLE
         result = mod.run(
             args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log
         )
@@ -158,5 +164,21 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     for sample in samples[: args.limit] if args.limit else samples:
         sid = str(sample["sample_id"])
         with open_conversation_store(workdir, sid, args.data, embedder, settings) as store:
+            _check_variant(store, settings)
             stats = run_worker(store, gen, until_empty=True)
-        log(f"conversation {sid}: enriched {stats.turns} turns with {gen.model_id} ({stats.to_dict()['seconds']}s)")
+        log(
+            f"conversation {sid}: enriched {stats.turns} turns, antecedent links for {stats.antecedent_turns} "
+            f"({stats.antecedent_edges} edges, {stats.antecedent_calls} calls) with {gen.model_id} "
+            f"({stats.to_dict()['seconds']}s)"
+        )
+
+
+def _check_variant(store: Any, settings: Settings) -> None:
+    """A kept store built with other CABLE switches would mix two variants."""
+    want = settings.cable.variant
+    other = store.conn.execute("SELECT DISTINCT variant FROM antecedent_runs WHERE variant != ?", (want,)).fetchall()
+    if other and settings.cable.enabled:
+        raise InputError(
+            f"{store.path}: antecedent links were built with {other[0][0]!r}, not {want!r}; "
+            "use another --workdir for this variant"
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ def run(
         import json
 
         sample = str(json.loads(data.read_text("utf-8"))[0]["sample_id"])
+    # extraction's own cost: antecedent links are measured by ``bench locomo --model``
+    settings = replace(settings, cable=replace(settings.cable, enabled=False))
     with Store(db_path, embedder=embedder, settings=settings) as store:
         plan = runner.plan(store, data, fmt, sample=sample)
         runner.run(store, plan)

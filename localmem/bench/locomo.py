@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from localmem.antecedent import cable_stats
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.embedding import Embedder
@@ -43,6 +44,8 @@ def run(
     tallies = {(m, b): Tally() for m in methods for b in budgets}
     skipped = malformed = asked = 0
     timings: dict[str, float] = {m: 0.0 for m in methods}
+    added = {m: [0, 0] for m in methods}  # antecedent turns put in context, of them evidence
+    built: list[dict[str, Any]] = []
     for sample in samples[:limit] if limit else samples:
         sid = str(sample["sample_id"])
         log(f"conversation {sid}: ingest")
@@ -66,6 +69,10 @@ def run(
                         if ctx.tokens > b:
                             raise AssertionError(f"{m} exceeded the budget: {ctx.tokens} > {b}")
                         tallies[(m, b)].add(CATEGORIES[cat], found_fraction(ctx, ev))
+                        extra = [t for t in ctx.turns if t.reason == "antecedent"]
+                        added[m][0] += len(extra)
+                        added[m][1] += sum(t.source_id in ev for t in extra)
+            built.append({"sample": sid, "turns": store.stats()["turns"], **cable_stats(store)})
         finally:
             store.close()
         log(f"conversation {sid}: {asked} questions so far")
@@ -91,6 +98,32 @@ def run(
         "embedder": embedder.model_id,
         "ms_per_query": {m: round(1000 * timings[m] / max(1, asked * len(budgets)), 2) for m in methods},
         "rows": rows,
+        "antecedent_turns_added": {m: {"turns": a, "evidence": e} for m, (a, e) in added.items() if a},
+        "cable": _cable_summary(built),
+    }
+
+
+def _cable_summary(built: list[dict[str, Any]]) -> dict[str, Any]:
+    """CABLE's construction over the conversations: per processed turn, edges,
+    candidates and model calls (conversations without antecedent runs are left out)."""
+    done = [b for b in built if b["turns_processed"]]
+    if not done:
+        return {}
+    runs = int(sum(b["turns_processed"] for b in done))
+
+    def per(key: str) -> float:
+        return round(float(sum(b[key] * b["turns_processed"] for b in done)) / runs, 3)
+
+    return {
+        "conversations": len(done),
+        "turns_processed": runs,
+        "edges": sum(b["edges"] for b in done),
+        **{k: per(k) for k in ("edges_per_turn", "candidates_per_turn", "calls_per_turn", "prompt_tokens_per_turn")},
+        "acceptance_rate": round(
+            sum(b["edges_per_turn"] * b["turns_processed"] for b in done)
+            / max(1e-9, sum(b["candidates_per_turn"] * b["turns_processed"] for b in done)),
+            3,
+        ),
     }
 
 
@@ -105,6 +138,19 @@ def table(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         lines.append(" | ".join(f"{r[c]!s:>11}" for c in cols))
     lines.append("ms per query: " + ", ".join(f"{k} {v}" for k, v in result["ms_per_query"].items()))
+    for m, a in result.get("antecedent_turns_added", {}).items():
+        n = result["questions"] * sum(r["method"] == m for r in result["rows"])
+        lines.append(
+            f"{m}: {a['turns']} antecedent turns added over {n} contexts, {a['evidence']} of them evidence turns"
+        )
+    c = result.get("cable") or {}
+    if c:
+        lines.append(
+            f"CABLE construction ({c['conversations']} conversations, {c['turns_processed']} turns): "
+            f"{c['edges']} edges, per turn {c['edges_per_turn']} edges, {c['candidates_per_turn']} candidates, "
+            f"{c['calls_per_turn']} model calls, {c['prompt_tokens_per_turn']} prompt tokens; "
+            f"acceptance {100 * c['acceptance_rate']:.1f}%"
+        )
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,10 +166,21 @@ def localmem_method(store: Store, query: str, budget: int, as_of: str | None = N
     return store.reconstruct(query, budget, as_of=as_of)
 
 
+def localmem_nocable(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
+    """reconstruct without CABLE's antecedent expansion (the ablation's baseline)."""
+    saved = store.settings
+    store.settings = replace(saved, retrieval=replace(saved.retrieval, cable=False))
+    try:
+        return store.reconstruct(query, budget, as_of=as_of)
+    finally:
+        store.settings = saved
+
+
 METHODS: dict[str, Method] = {
     "bm25": bm25,
     "dense": dense,
     "rrf": hybrid,
     "recent": recent,
     "localmem": localmem_method,
+    "localmem-nocable": localmem_nocable,
 }

@@ -1,0 +1,65 @@
+"""CABLE's command-line switches, shared by the commands that read and build memory.
+
+Read-time (query, answer, serve, bench): ``--no-cable`` and the expansion's tau, theta
+and budget. Build-time (worker, enrich, bench --model): ``--no-cable`` (leave
+antecedent jobs queued), ``--no-subtraction``, ``--no-verification``,
+``--generic-queries``, Kb, Kh, Nq and the verification batch. Flags override the
+config file's ``[retrieval]`` / ``[cable]`` values; absent flags change nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from localmem.config import Settings
+
+
+def add_read_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("CABLE expansion (read time)")
+    g.add_argument("--no-cable", action="store_true", help="no antecedent expansion")
+    g.add_argument("--cable-tau", type=float, help="seed threshold: cosine(query, seed) >= tau (default 0.3)")
+    g.add_argument("--cable-theta", type=float, help="novelty threshold: cosine to the result < theta (default 0.9)")
+    g.add_argument("--cable-budget", type=int, help="most antecedent turns added (default 5)")
+
+
+def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> None:
+    g = p.add_argument_group("CABLE construction (antecedent links at write time)")
+    if with_off:
+        g.add_argument("--no-cable", action="store_true", help="do not build antecedent links (jobs stay queued)")
+    g.add_argument("--no-subtraction", action="store_true", help="verify all of H, not only H minus B")
+    g.add_argument("--no-verification", action="store_true", help="link every candidate without asking the model")
+    g.add_argument("--generic-queries", action="store_true", help="topical queries instead of the typed prompts")
+    g.add_argument("--kb", type=int, help="direct neighbours B of the new turn (default 15)")
+    g.add_argument("--kh", type=int, help="turns per antecedent query (default 15)")
+    g.add_argument("--nq", type=int, help="antecedent queries per turn, at most (default 3)")
+    g.add_argument("--verify-batch", type=int, help="candidates per verification call (default 3)")
+
+
+def apply(args: argparse.Namespace, settings: Settings) -> Settings:
+    """``settings`` with the CABLE flags present in ``args``."""
+    r, c = settings.retrieval, settings.cable
+    read: dict[str, Any] = {
+        "cable_tau": getattr(args, "cable_tau", None),
+        "cable_theta": getattr(args, "cable_theta", None),
+        "cable_budget": getattr(args, "cable_budget", None),
+    }
+    build: dict[str, Any] = {
+        "kb": getattr(args, "kb", None),
+        "kh": getattr(args, "kh", None),
+        "nq": getattr(args, "nq", None),
+        "verify_batch": getattr(args, "verify_batch", None),
+    }
+    if getattr(args, "no_subtraction", False):
+        build["subtraction"] = False
+    if getattr(args, "no_verification", False):
+        build["verification"] = False
+    if getattr(args, "generic_queries", False):
+        build["generic_queries"] = True
+    if getattr(args, "no_cable", False):
+        read["cable"] = False
+        build["enabled"] = False
+    r = replace(r, **{k: v for k, v in read.items() if v is not None})
+    c = replace(c, **{k: v for k, v in build.items() if v is not None})
+    return replace(settings, retrieval=r, cable=c)
