@@ -1,0 +1,141 @@
+"""The commands about the installation rather than the memories: stats, doctor, serve, mcp-config.
+
+Each ``add_*`` function adds one subcommand to the parser; ``localmem.cli.build_parser`` calls
+them in the order ``localmem --help`` lists the commands. ``stats`` refuses to create a
+database; ``doctor`` exits 1 when any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from localmem import cable_flags
+from localmem.cli.common import open_store, print_json
+from localmem.config import Settings
+from localmem.errors import InputError
+
+if TYPE_CHECKING:
+    from localmem.cli.common import Subparsers
+
+
+def add_stats(sub: Subparsers) -> None:
+    c = sub.add_parser("stats", help="what the store holds, layer by layer")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_stats)
+
+
+def add_doctor(sub: Subparsers) -> None:
+    c = sub.add_parser("doctor", help="check the installation, the database and the models")
+    c.add_argument("--model", help="GGUF chat model to check (default: $LOCALMEM_MODEL, the config file, else SmolLM2)")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_doctor)
+
+
+def add_serve(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "serve",
+        help="run the MCP server (stdio for desktop clients, or HTTP on 127.0.0.1)",
+        description="Run localmem's MCP server. stdio (default) is what desktop clients start; --transport http "
+        "serves streamable HTTP on 127.0.0.1 (another --host needs --token). Logs go to stderr.",
+    )
+    from mcp_server.serve import add_arguments
+
+    add_arguments(c)
+    cable_flags.add_read_flags(c)
+    c.set_defaults(func=cmd_serve)
+
+
+def add_mcp_config(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "mcp-config",
+        help="print or install the MCP server entry for Claude Desktop, VS Code or Cursor",
+        description="Print the client configuration that starts this server (absolute interpreter and database "
+        "paths); --install merges it into the client's config file after a backup.",
+    )
+    c.add_argument(
+        "--client",
+        choices=["claude-desktop", "vscode", "cursor"],
+        default="claude-desktop",
+        help="the client (default claude-desktop)",
+    )
+    c.add_argument("--install", action="store_true", help="merge into the client's config file (backup first)")
+    c.add_argument("--path", type=Path, help="the config file to install into (default: the client's own)")
+    c.set_defaults(func=cmd_mcp_config)
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.db.exists():
+        raise InputError("no database yet; ingest something first", path=str(settings.db))
+    from localmem.enrich import layer_stats
+
+    with open_store(settings) as store:
+        stats = store.stats()
+        stats["enrichment"] = layer_stats(store)
+    if args.json:
+        print_json(stats)
+        return 0
+    print(f"database      {stats['db']} ({stats['bytes'] / 1e6:.1f} MB, schema v{stats['schema_version']})")
+    print(f"embedder      {stats['embedder']} ({stats['embedder_dim']}-d)")
+    print(f"sessions      {stats['sessions']}")
+    print(f"turns         {stats['turns']}  ({stats['first_turn']} .. {stats['last_turn']})")
+    print("cues          " + ", ".join(f"{k} {v}" for k, v in stats["cues"].items()))
+    print("edges         " + ", ".join(f"{k} {v}" for k, v in stats["edges"].items()))
+    layers = "statement cues, temporal + semantic edges (model-free)"
+    if stats["cues"]["triple"] or stats["cues"]["keyword"]:
+        layers += "; extracted cues"
+    if stats["edges"]["antecedent"]:
+        layers += "; antecedent links"
+    print(f"layers        {layers}")
+    e = stats["enrichment"]
+    print(
+        f"enrichment    {e['enriched_turns']} of {e['turns']} turns ({e['enriched_pct']}%), "
+        f"{e['turns_with_extracted_cues']} with extracted cues, {e['low_information_turns']} low-information; "
+        f"cues kept {e['cues_kept']}, rejected {e['cues_rejected']} ({100 * e['rejected_cue_rate']:.0f}%); "
+        f"tags {e['tags']}"
+    )
+    print("memory types  " + ", ".join(f"{k} {v}" for k, v in e["memory_types"].items()))
+    print("jobs          " + ", ".join(f"{k} {v}" for k, v in e["jobs"].items()))
+    a = e["antecedent"]
+    print(
+        f"antecedents   {a['turns_processed']} turns processed ({a['turns_skipped']} skipped), {a['jobs_waiting']} "
+        f"waiting; {a['edges']} edges, per turn: {a['edges_per_turn']} edges, {a['candidates_per_turn']} "
+        f"candidates, {a['calls_per_turn']} model calls"
+    )
+    for p in e["parked"]:
+        print(f"  parked {p['kind']} job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.doctor import run_checks
+
+    checks = run_checks(settings.with_overrides(model=args.model))
+    if args.json:
+        print_json(checks)
+    else:
+        for c in checks:
+            print(f"[{'ok' if c['ok'] else 'FAIL':>4}] {c['name']}: {c['detail']}")
+    return 0 if all(c["ok"] for c in checks) else 1
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from mcp_server.serve import run_from_args
+
+    return run_from_args(args, settings)
+
+
+def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
+    from mcp_server import clientconfig
+
+    if args.install:
+        target, backup = clientconfig.install(settings, args.client, args.path)
+        print(f"installed the localmem server into {target}" + (f" (backup: {backup})" if backup else ""))
+        print("restart the client to load it", file=sys.stderr)
+        return 0
+    print(json.dumps(clientconfig.snippet(settings, args.client), indent=2))
+    print(f"# merge into {clientconfig.config_path(args.client)}, or run with --install", file=sys.stderr)
+    return 0

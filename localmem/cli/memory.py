@@ -1,0 +1,158 @@
+"""The commands that put turns into memory or take them out: ingest, watch, forget, reindex, demo.
+
+Each ``add_*`` function adds one subcommand to the parser; ``localmem.cli.build_parser`` calls
+them in the order ``localmem --help`` lists the commands. Ingesting the same file twice writes
+nothing new; the demo uses a throwaway database unless ``--db`` was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localmem.cli.common import open_store, print_json
+from localmem.cli.enrichment import watch_worker
+from localmem.config import Settings
+from localmem.errors import InputError
+from localmem.progress import Progress
+from localmem.store import Store
+
+if TYPE_CHECKING:
+    from localmem.cli.common import Subparsers
+
+DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her training?"
+
+
+def add_ingest(sub: Subparsers) -> None:
+    from localmem.ingest import FORMATS
+
+    c = sub.add_parser(
+        "ingest",
+        help="ingest a chat log, a chat export or a benchmark file",
+        description="Ingest a chat log (format detected). Re-ingesting writes nothing new; a grown log writes "
+        "only what is new; an interrupted ingest continues where it stopped.",
+    )
+    c.add_argument("file", type=Path, help="the file to ingest")
+    c.add_argument("--format", choices=list(FORMATS), help="file format (default: detect)")
+    c.add_argument("--question", help="LongMemEval: ingest only this question's haystack")
+    c.add_argument("--sample", help="LoCoMo: ingest only this sample_id")
+    c.add_argument(
+        "--skip-bad", action="store_true", help="step over bad conversations/lines and report them, instead of refusing"
+    )
+    c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress bar)")
+    c.set_defaults(func=cmd_ingest)
+
+
+def add_watch(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "watch",
+        help="ingest new and changed chat logs in a folder as they appear",
+        description="Watch a folder: ingest files once they stop changing, catch up on start with files changed "
+        "meanwhile. Renames are not ingested again; deleting a file keeps its memories. Stop with Ctrl-C.",
+    )
+    c.add_argument("dir", type=Path, help="the folder to watch")
+    c.add_argument("--recursive", action="store_true", help="watch sub-folders too")
+    c.add_argument(
+        "--settle", type=float, default=2.0, help="seconds a file must stay unchanged before it is read (default 2)"
+    )
+    c.add_argument("--json", action="store_true", help="print one JSON object per event on stdout")
+    c.set_defaults(func=cmd_watch)
+
+
+def add_forget(sub: Subparsers) -> None:
+    c = sub.add_parser("forget", help="delete turns (with their cues, edges and vectors)")
+    c.add_argument("--turn", type=int, action="append", default=[], help="a turn id (repeatable)")
+    c.add_argument("--session", help="every turn of this session key")
+    c.add_argument("--before", help="every turn before this time")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_forget)
+
+
+def add_reindex(sub: Subparsers) -> None:
+    c = sub.add_parser("reindex", help="re-embed everything with the configured embedder")
+    c.set_defaults(func=cmd_reindex)
+
+
+def add_demo(sub: Subparsers) -> None:
+    c = sub.add_parser("demo", help="ingest the bundled sample conversation and answer a question from it")
+    c.add_argument("--question", default=DEMO_QUESTION, help="the question to reconstruct context for")
+    c.add_argument("--budget", type=int, default=300, help="token budget (default 300)")
+    c.set_defaults(func=cmd_demo)
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.ingest import detect, runner
+
+    if not args.file.is_file():
+        raise InputError("no such file", path=str(args.file))
+    fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
+    opts = {"question": args.question, "sample": args.sample}
+    with open_store(settings) as store:
+        plan = runner.plan(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
+        with Progress("ingest", plan.turns, unit="turns", quiet=args.json) as bar:
+            report = runner.run(store, plan, progress=bar.advance)
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.line())
+        for err in report.errors:
+            print(f"  skipped bad unit: {err['error']}", file=sys.stderr)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.ingest.watch import Watcher, stop_on_signals
+
+    def show(event: dict[str, Any]) -> None:
+        if args.json:
+            print_json(event)
+            sys.stdout.flush()
+        else:
+            print(f"localmem watch: {event['message']}", file=sys.stderr)
+
+    with open_store(settings) as store:
+        watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
+        watcher.run(stop_on_signals(), worker=watch_worker(settings))
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    with open_store(settings) as store:
+        n = store.forget(turn_ids=args.turn, session=args.session, before=args.before)
+    if args.json:
+        print_json({"deleted_turns": n})
+    else:
+        print(f"forgot {n} turns")
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
+    from localmem.models import default_embedder
+
+    with Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings, rebind=True) as store:
+        n = store.reindex()
+    print(f"re-embedded {n} turns with {store.embedder.model_id}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    sample = resources.files("localmem") / "data" / "sample_conversation.jsonl"
+    db = settings.db if args.db else Path(tempfile.mkdtemp(prefix="localmem-demo-")) / "demo.db"
+    with resources.as_file(sample) as path:
+        print(f"$ localmem --db {db} ingest {path.name}")
+        ns = argparse.Namespace(file=path, format="jsonl", question=None, sample=None, json=False)
+        cmd_ingest(ns, settings.with_overrides(db=db))
+    print(f'\n$ localmem --db {db} query "{args.question}" --budget {args.budget}\n')
+    with open_store(settings.with_overrides(db=db)) as store:
+        ctx = store.reconstruct(args.question, args.budget)
+    print(ctx.text)
+    print(
+        f"\n[{ctx.tokens} of {args.budget} tokens; turns: "
+        + ", ".join(f"{t.turn_id} ({t.reason})" for t in ctx.turns)
+        + "]"
+    )
+    return 0
