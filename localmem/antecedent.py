@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -140,14 +141,30 @@ def _queries(gen: Generator, out: Outcome, text: str, speaker: str, persons: lis
     except (json.JSONDecodeError, RecursionError):
         return []
     items = data.get("queries") if isinstance(data, dict) else None
+    return clean_queries(items if isinstance(items, list) else [], text, p.nq)
+
+
+# Small models echo the prompt's own words back as "queries".
+_ECHO = re.compile(r"search quer|memory:|people in the conversation|prior memor|write at most|^queries?$", re.I)
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def clean_queries(items: list[Any], text: str, nq: int) -> list[str]:
+    """At most ``nq`` distinct queries, without echoes of the prompt and without
+    near-copies of the memory itself (the direct search B already asks that)."""
+    own = set(_WORD.findall(text.lower()))
     seen: set[str] = set()
     queries: list[str] = []
-    for item in items if isinstance(items, list) else []:
-        q = " ".join(str(item).split())[:200]
-        if q and q.lower() not in seen:
-            seen.add(q.lower())
-            queries.append(q)
-    return queries[: p.nq]
+    for item in items:
+        q = " ".join(str(item).split()).strip(" \"'")[:200]
+        words = set(_WORD.findall(q.lower()))
+        if not words or _ECHO.search(q) or q.lower() in seen:
+            continue
+        if len(words) >= 4 and len(words & own) / len(words | own) >= 0.6:
+            continue
+        seen.add(q.lower())
+        queries.append(q)
+    return queries[:nq]
 
 
 def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:

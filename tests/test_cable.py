@@ -291,7 +291,20 @@ def expansion_store(tmp_path: Path, n_links: int = 2, **retrieval: Any) -> Store
     return s
 
 
-def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path) -> None:
+def no_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any way the read path could reach a chat model now fails the test."""
+    from localmem import llm
+
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a model was called at read time")
+
+    monkeypatch.setattr(llm, "get_generator", boom)
+    monkeypatch.setattr(llm, "generator_for", boom)
+    monkeypatch.setattr(llm.LlamaGenerator, "generate_json", boom)
+
+
+def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_model_calls(monkeypatch)
     gen = CableFake()
     with expansion_store(tmp_path, n_links=3, temporal_window=0) as store:
         link(store, "old:0", "new:0", "the move explains the commute")  # in-edge of the seed
@@ -388,3 +401,92 @@ def test_cable_params_must_be_positive(field: str) -> None:
 
     with pytest.raises(ConfigError, match=field):
         CableParams(**{field: 0})
+
+
+def test_queries_drop_prompt_echoes_and_copies_of_the_memory() -> None:
+    memory = "We always look forward to our family camping trip and roast marshmallows."
+    got = antecedent.clean_queries(
+        [
+            "search queries",
+            "Memory:",
+            "We always look forward to our family camping trip",  # the memory again
+            "  childhood camping   memories ",
+            "childhood camping memories",  # duplicate
+            "",
+            "why they love the outdoors",
+            "fourth one",
+        ],
+        memory,
+        3,
+    )
+    assert got == ["childhood camping memories", "why they love the outdoors", "fourth one"]
+
+
+# --- the probe and the real model -----------------------------------------------------
+
+
+def test_cable_probe_runs_end_to_end_and_credits_built_links(tmp_path: Path) -> None:
+    from localmem.bench import cable_probe
+
+    data = cable_probe.load()
+    antecedents = {c["name"]: c["sessions"][0]["turns"][0][1] for c in data["cases"]}
+    later = {c["sessions"][1]["turns"][0][1]: c["name"] for c in data["cases"]}
+    # a perfect model: asks for the case's antecedent, accepts only the expected link
+    fake = CableFake(
+        queries=lambda text: [antecedents[later[text]]] if text in later else ["nothing"],
+        accept=lambda cur, old: cur in later and old == antecedents[later[cur]],
+    )
+    extract = ScriptedGenerator()
+
+    class Both:
+        model_id = "test-probe"
+
+        def generate_json(self, messages: Sequence[dict[str, str]], schema: dict[str, Any], **kw: Any) -> Generation:
+            props = schema.get("properties", {})
+            if "m1" in props:
+                return extract.generate_json(messages, schema, **kw)
+            if "label" in props:
+                return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
+            return fake.generate_json(messages, schema, **kw)
+
+    settings = Settings(db=tmp_path / "unused.db", cable=CableParams(kb=3))
+    res = cable_probe.run(Both(), tmp_path, HashEmbedder(), settings, budget=60)  # type: ignore[arg-type]
+    assert res["cases"] == len(data["cases"]) == len(res["rows"])
+    built = [r for r in res["rows"] if r["link_built"]]
+    assert built, "a perfect verifier must get some expected links through"
+    assert all(r["edges"] == 1 for r in built)  # it accepts nothing else
+    assert res["evidence_with"] >= res["evidence_without"]
+    # filler turns are history, not linked: only the case's own turns had antecedent runs
+    assert all(r["linked_turns"] <= 4 for r in res["rows"])
+    assert "expected links built" in cable_probe.table(res)
+
+
+def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real llama.cpp path: extraction, then CABLE's construction, then reading."""
+    pytest.importorskip("llama_cpp")
+    from localmem import llm
+    from localmem.errors import ModelError
+
+    try:
+        gen = llm.get_generator(None, n_ctx=2048, n_threads=1)
+    except ModelError as exc:
+        pytest.skip(str(exc))
+    cable = CableParams(kb=1, kh=2, nq=2, verify_batch=4)  # small, to keep the suite fast
+    settings = Settings(db=tmp_path / "m.db", cable=cable)
+    with Store(tmp_path / "m.db", embedder=HashEmbedder(), settings=settings) as store:
+        store.write_sessions(story()[:2])
+        stats = run_worker(store, gen, until_empty=True)
+        n = store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+        assert stats.turns == n and stats.antecedent_turns == n
+        runs = store.conn.execute("SELECT skipped, candidates, accepted, calls FROM antecedent_runs").fetchall()
+        assert len(runs) == n and all(c <= cable.nq * cable.kh for _s, c, _a, _k in runs)
+        assert sum(k for *_x, k in runs) == stats.antecedent_calls > 0
+        for src, dst in store.conn.execute("SELECT src, dst FROM edges WHERE kind = 'antecedent'"):
+            assert src in ids_before(store, dst)
+
+        def boom(*_a: Any, **_k: Any) -> Any:
+            raise AssertionError("a model was called at read time")
+
+        monkeypatch.setattr(gen, "generate_json", boom)  # the shared instance: restored after the test
+        ctx = store.reconstruct("Why was Ana packing boxes?", 300)
+        assert ctx.tokens <= 300 and ctx.turns

@@ -61,6 +61,23 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line (the last line)")
     c.set_defaults(func=_run, bench="extraction")
 
+    c = bsub.add_parser(
+        "cable-probe",
+        help="hand-written antecedent cases end to end: links built, evidence with and without CABLE",
+        description="Write each probe case into a fresh store, run extraction and CABLE's construction with the "
+        "model, then reconstruct the case's question with and without CABLE.",
+    )
+    c.add_argument("--model", help="GGUF chat model (default: the embedded SmolLM2-135M-Instruct)")
+    c.add_argument("--budget", type=int, default=60, help="token budget of each context (default 60)")
+    c.add_argument("--cases", type=Path, help="a probe file of your own (default: the bundled cases)")
+    c.add_argument("--workdir", type=Path, help="keep the case stores here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    from localmem import cable_flags
+
+    cable_flags.add_read_flags(c)
+    cable_flags.add_build_flags(c, with_off=False)
+    c.set_defaults(func=_run, bench="cable-probe")
+
     c = bsub.add_parser("fit", help="refit the reconstruct scorer; leave-one-conversation-out recall (LoCoMo JSON)")
     c.add_argument("--data", type=Path, required=True, help="LoCoMo JSON with two or more conversations")
     c.add_argument("--budgets", default="500,1000,2000,4000", help="comma-separated token budgets")
@@ -109,6 +126,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         gen = generator_for(settings, args.model)
         result = extraction.run(args.data, gen, workdir, embedder, settings, args.limit, args.sample, log)
         print(extraction.table(result))
+    elif args.bench == "cable-probe":
+        from localmem.bench import cable_probe
+        from localmem.llm import generator_for
+
+        if args.budget <= 0:
+            raise InputError(f"--budget must be positive, got {args.budget}")
+        gen = generator_for(settings, None if args.model in (None, "default") else args.model)
+        result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
+        print(cable_probe.table(result))
     elif args.bench == "latency":
         result = latency.run(_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log)
         print(latency.table(result))
