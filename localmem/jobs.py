@@ -281,11 +281,16 @@ def run_worker(
 
 def _topics_when_idle(store: Store, gen: Generator) -> None:
     """The periodic topic layer: once extraction has caught up, group turns that are in
-    no topic yet (after extraction, so labels can use the extracted keywords). A topic
-    failure is logged, never fatal to the worker: topics are a convenience layer."""
+    no topic yet (after extraction, so labels can use the extracted keywords), and run
+    the theme pass when topics await it (left over after a forget or a label cap). A
+    topic failure is logged, never fatal to the worker: topics are a convenience layer."""
     from localmem.topics import run_topics
 
-    if store.conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone():
+    conn = store.conn
+    if (
+        conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone()
+        or conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone()
+    ):
         try:
             run_topics(store, gen)
         except LocalmemError as exc:

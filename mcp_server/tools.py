@@ -13,7 +13,7 @@ errors arrive as tool errors with the library's message (``AppState.call``).
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -271,15 +271,22 @@ async def topics(
     text: Annotated[
         str | None, Field(max_length=200, description="only topics whose label or summary has this")
     ] = None,
+    kind: Annotated[
+        Literal["session", "theme"] | None,
+        Field(description="only session topics (one conversation) or themes (recurring across conversations)"),
+    ] = None,
     limit: Limit = 10,
     offset: Offset = 0,
 ) -> dict[str, Any]:
     st = _state(ctx)
-    return (await st.call(toolkit.topics, st.store, text, limit=limit, offset=offset)).to_dict()
+    return (await st.call(toolkit.topics, st.store, text, kind=kind, limit=limit, offset=offset)).to_dict()
 
 
 TOPICS = """Topics: labelled groups of related messages, with a short summary and their number of turns, most
-recently updated first. Empty until the topic layer has run. Next: topic_turns."""
+recently updated first. A topic's `kind` is `session` (a stretch of one conversation) or `theme` (session
+topics that recur across conversations, e.g. a hobby discussed over months; `session_topics` counts them); a
+session topic in a theme names it in `theme_id`. Empty until the topic layer has run. Paged (default 10).
+Next: topic_turns (works for themes too), theme_topics."""
 
 
 async def topic_turns(
@@ -292,7 +299,23 @@ async def topic_turns(
     return (await st.call(toolkit.topic_turns, st.store, topic_id, limit=limit, offset=offset)).to_dict()
 
 
-TOPIC_TURNS = """The messages of one topic in time order (texts clipped to 800 characters). Paged (default 10)."""
+TOPIC_TURNS = """The messages of one topic or theme in time order (texts clipped to 800 characters). Paged
+(default 10)."""
+
+
+async def theme_topics(
+    ctx: Ctx,
+    theme_id: Annotated[int, Field(ge=1, description="a theme's topic_id, or a session topic's theme_id")],
+    limit: Limit = 10,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    st = _state(ctx)
+    return (await st.call(toolkit.theme_topics, st.store, theme_id, limit=limit, offset=offset)).to_dict()
+
+
+THEME_TOPICS = """The session topics a theme groups, in time order: how a recurring subject came up conversation
+by conversation, each with its label, summary and number of turns. Paged (default 10). Next: topic_turns on
+one of them."""
 
 
 async def get_turn(ctx: Ctx, turn_id: TurnId) -> dict[str, Any]:
@@ -346,9 +369,9 @@ async def memory_stats(ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-MEMORY_STATS = """What the memory holds: sessions, turns, cues by kind, links by kind, tags, topics, time span,
-file size, how much the local model has indexed (and the job queue), and whether the background worker
-runs. A few dozen numbers."""
+MEMORY_STATS = """What the memory holds: sessions, turns, cues by kind, links by kind, tags, topics, themes,
+time span, file size, how much the local model has indexed (and the job queue), and whether the background
+worker runs. A few dozen numbers."""
 
 
 async def answer(
@@ -386,6 +409,7 @@ TOOLS: list[tuple[Callable[..., Any], str]] = [
     (person_facts, PERSON_FACTS),
     (topics, TOPICS),
     (topic_turns, TOPIC_TURNS),
+    (theme_topics, THEME_TOPICS),
     (get_turn, GET_TURN),
     (forget, FORGET),
     (memory_stats, MEMORY_STATS),

@@ -216,6 +216,26 @@ def test_a_model_that_cannot_load_claims_nothing(store: Store) -> None:
     assert jobs.counts(store.conn) == {"pending": 2, "running": 0, "done": 0, "parked": 0}
 
 
+def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
+    """Every turn is in a topic but the theme pass still has work (it never ran, or a
+    forget left a theme to relabel): the idle worker runs it, and stats count it."""
+    from localmem.topics import run_topics
+
+    from .test_themes import ConceptEmbedder, six_sessions
+
+    with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as store:
+        store.write_sessions(six_sessions())
+        run_topics(store, themes=False)
+        jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+        assert (store.stats()["topics"], store.stats()["themes"]) == (6, 2)
+        theme = store.conn.execute("SELECT id FROM topics WHERE kind = 'theme' ORDER BY id").fetchone()[0]
+        one = store.conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ? LIMIT 1", (theme,)).fetchone()
+        store.forget([one[0]])
+        assert store.conn.execute("SELECT themed FROM topics WHERE id = ?", (theme,)).fetchone()[0] == 0
+        jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+        assert store.conn.execute("SELECT count(*) FROM topics WHERE themed = 0").fetchone()[0] == 0
+
+
 def test_watch_runs_the_worker_only_when_a_model_is_configured(tmp_path: Path) -> None:
     import threading
 

@@ -20,8 +20,10 @@ from localmem.config import Settings
 from localmem.jobs import run_worker
 from localmem.records import SessionIn
 from localmem.store import Store
+from localmem.topics import run_topics
 from mcp_server import build_server, clientconfig
 from tests.conftest import ScriptedGenerator
+from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
 from tests.test_toolkit import garden_script
 
 SNAPSHOT = Path(__file__).parent / "data" / "mcp_tools.json"
@@ -183,6 +185,27 @@ async def test_people_and_topics(client: Client, mem: Store) -> None:
     assert [t["turns"] for t in listed["items"] if t["topic_id"] == topic] == [1]
     members = await call(client, "topic_turns", {"topic_id": topic})
     assert members["items"][0]["turn_id"] == tid(mem, "s2:0")
+
+
+async def test_topic_kinds_and_themes(tmp_path: Path) -> None:
+    with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as s:
+        s.write_sessions(six_sessions())
+        run_topics(s)
+        garden = theme_of(s, {"s1", "s5"})
+        async with Client(build_server(s, worker=False)) as c:
+            themes = (await call(c, "topics", {"kind": "theme"}))["items"]
+            assert len(themes) == 2 and all(t["kind"] == "theme" and t["session_topics"] == 2 for t in themes)
+            listed = await call(c, "topics", {"kind": "session", "limit": 50})
+            assert listed["total"] == 6 and {t["theme_id"] for t in listed["items"]} >= {garden}
+            assert "kind" in await error(c, "topics", {"kind": "chapter"})
+            members = await call(c, "theme_topics", {"theme_id": garden})
+            assert members["total"] == 2 and all(t["theme_id"] == garden for t in members["items"])
+            one = members["items"][0]["topic_id"]
+            assert f"its theme is {garden}" in await error(c, "theme_topics", {"theme_id": one})
+            assert "no topic" in await error(c, "theme_topics", {"theme_id": 10**6})
+            assert (await call(c, "topic_turns", {"topic_id": garden}))["total"] == 5
+            stats = await call(c, "memory_stats", {})
+            assert (stats["topics"], stats["themes"]) == (6, 2)
 
 
 async def test_forget_and_stats(client: Client, mem: Store) -> None:

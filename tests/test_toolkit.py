@@ -1,19 +1,25 @@
 """The traversal toolkit against a real store: the garden fixture written by the write
 path, enriched by the real worker with the scripted generator (keywords, a triple and
-facts), plus a topic written the way the topic layer will."""
+facts), plus a topic written the way the topic layer will; and cross-session themes
+built by the topic layer over the themes tests' sessions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localmem import db, toolkit
+from localmem.config import Settings
 from localmem.errors import InputError, NotFound
 from localmem.jobs import run_worker
 from localmem.records import SessionIn, TurnIn
 from localmem.store import Store
+from localmem.topics import run_topics
 from tests.conftest import ScriptedGenerator
+from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
 
 
 def garden_script(turns: list[tuple[int, str, str]]) -> dict[str, Any]:
@@ -197,6 +203,46 @@ def test_topics_empty_then_filled(mem: Store) -> None:
     turns = toolkit.topic_turns(mem, topic, limit=2)
     assert [t.turn_id for t in turns.items] == [tid(mem, "s1:0"), tid(mem, "s1:2")]
     assert turns.total == 3 and turns.next_offset == 2
+
+
+@pytest.fixture
+def themed(tmp_path: Path) -> Iterator[Store]:
+    """Six sessions, garden and bike twice each: two themes over six session topics."""
+    s = Store(tmp_path / "themed.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "themed.db"))
+    s.write_sessions(six_sessions())
+    run_topics(s)
+    yield s
+    s.close()
+
+
+def test_topic_kinds_and_theme_navigation(themed: Store) -> None:
+    garden, bike = theme_of(themed, {"s1", "s5"}), theme_of(themed, {"s2", "s6"})
+    found = toolkit.topics(themed, kind="theme")
+    assert found.total == 2 and {t.topic_id for t in found.items} == {garden, bike}
+    assert all(t.kind == "theme" and t.theme_id is None and t.session_topics == 2 for t in found.items)
+    loose = toolkit.topics(themed, kind="session", limit=50)
+    assert loose.total == 6 and all(t.kind == "session" and t.session_topics is None for t in loose.items)
+    assert sorted(t.theme_id or 0 for t in loose.items) == sorted([0, 0, garden, garden, bike, bike])
+    assert toolkit.topics(themed, limit=50).total == 8
+    assert [t.topic_id for t in toolkit.topics(themed, "garden", kind="theme").items] == [garden]
+    with pytest.raises(InputError, match="kind"):
+        toolkit.topics(themed, kind="chapter")
+
+    # theme -> its session topics in time order -> their turns; a session topic -> its theme
+    members = toolkit.theme_topics(themed, garden)
+    assert members.total == 2 and [t.theme_id for t in members.items] == [garden, garden]
+    first, later = (toolkit.topic_turns(themed, t.topic_id).items[0].session for t in members.items)
+    assert (first, later) == ("s1", "s5")
+    assert sum(t.turns for t in members.items) == toolkit.topic_turns(themed, garden).total == 5
+    page = toolkit.theme_topics(themed, bike, limit=1, offset=1)
+    assert len(page.items) == 1 and page.total == 2 and page.next_offset is None
+    with pytest.raises(InputError, match=f"its theme is {garden}"):
+        toolkit.theme_topics(themed, members.items[0].topic_id)
+    alone = next(t.topic_id for t in loose.items if t.theme_id is None)
+    with pytest.raises(InputError, match="in no theme"):
+        toolkit.theme_topics(themed, alone)
+    with pytest.raises(NotFound):
+        toolkit.theme_topics(themed, 10**6)
 
 
 def test_long_turns_are_clipped_and_whole_on_lookup(store: Store) -> None:

@@ -109,15 +109,21 @@ def _tools() -> dict[str, Tool]:
         ),
         Tool(
             "topics",
-            "topics whose label or summary holds a text",
-            {"text": Param(s)},
-            lambda st, text=None: t.topics(st, text, limit=RESULT_ITEMS),
+            "topics whose label or summary holds a text; kind: session, or theme (recurs across sessions)",
+            {"text": Param(s), "kind": Param(s, doc="session or theme")},
+            lambda st, text=None, kind=None: t.topics(st, text, kind=kind, limit=RESULT_ITEMS),
         ),
         Tool(
             "topic_turns",
-            "the turns of a topic",
+            "the turns of a topic or theme",
             {"topic_id": Param(i, True)},
             lambda st, topic_id: t.topic_turns(st, topic_id, limit=RESULT_ITEMS),
+        ),
+        Tool(
+            "theme_topics",
+            "the session topics of a theme, in time order",
+            {"theme_id": Param(i, True)},
+            lambda st, theme_id: t.theme_topics(st, theme_id, limit=RESULT_ITEMS),
         ),
         Tool("turn", "one turn in full", {"turn_id": Param(i, True)}, lambda st, turn_id: t.turn(st, turn_id)),
     ]

@@ -3,8 +3,8 @@
 Each function takes a store and returns a :class:`Page` of compact, cited records
 (every record names its turn ids, sessions and times), so a model can reconstruct the
 past step by step (MRAgent 3.4): search cues -> tags of a cue -> turns of a (cue, tag)
--> cues and context of a turn -> time, people's facts, topics. The active loop
-(``localmem.explore``) and the MCP server call these same functions.
+-> cues and context of a turn -> time, people's facts, topics and themes. The active
+loop (``localmem.explore``) and the MCP server call these same functions.
 
 This package re-exports the whole public API; import from here. Its modules:
 
@@ -13,7 +13,8 @@ This package re-exports the whole public API; import from here. Its modules:
 - :mod:`~localmem.toolkit.cues`: search cues, cue -> tags, (cue, tag) -> turns;
 - :mod:`~localmem.toolkit.turns`: turn -> cues / context / time, time range -> turns,
   one turn in full, sessions;
-- :mod:`~localmem.toolkit.people`: person -> aspects -> facts, topics -> turns.
+- :mod:`~localmem.toolkit.people`: person -> aspects -> facts, topics -> turns,
+  theme -> its session topics.
 
 Invariants (each module states its own part):
 - read-only: plain SELECTs on ``store.conn`` plus the in-memory vector mirrors;
@@ -38,7 +39,7 @@ from localmem.toolkit.common import (
     turn_refs,
 )
 from localmem.toolkit.cues import CUE_KINDS, cue_tags, cue_turns, search_cues
-from localmem.toolkit.people import person_aspects, person_facts, topic_turns, topics
+from localmem.toolkit.people import TOPIC_KINDS, person_aspects, person_facts, theme_topics, topic_turns, topics
 from localmem.toolkit.records import (
     Aspect,
     CueHit,
@@ -71,6 +72,7 @@ __all__ = [
     "MAX_OFFSET",
     "MAX_TEXT_CHARS",
     "MAX_WINDOW",
+    "TOPIC_KINDS",
     "Aspect",
     "CueHit",
     "CueRef",
@@ -91,6 +93,7 @@ __all__ = [
     "search_cues",
     "session_turns",
     "sessions",
+    "theme_topics",
     "topic_turns",
     "topics",
     "turn",

@@ -137,6 +137,9 @@ class Fact:
 @dataclass(frozen=True)
 class Topic:
     topic_id: int
+    kind: str  # session (a stretch of one session) / theme (session topics recurring across sessions)
     label: str
     summary: str
     turns: int
+    theme_id: int | None = None  # a session topic's theme, if it is in one
+    session_topics: int | None = None  # a theme's number of session topics (theme_topics lists them)
