@@ -39,6 +39,12 @@ def add_bench_parser(sub: Any) -> None:
                 "model that explores (no enrichment unless --enrich)",
             )
             c.add_argument("--mode", choices=["recall", "explore"], default="recall", help="what to measure")
+            c.add_argument(
+                "--sessions",
+                type=int,
+                help="recall: only the first N sessions of each conversation and the questions whose evidence "
+                "lies in them (a smaller haystack, for runs with a model on a CPU)",
+            )
             c.add_argument("--questions", type=int, help="explore: at most N questions in all")
             c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
             c.add_argument("--enrich", action="store_true", help="explore: enrich with --model first")
@@ -169,8 +175,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             _enrich_locomo(args, settings, workdir, embedder, log)
             if "localmem" in methods and "localmem-nocable" not in methods:
                 methods.append("localmem-nocable")  # the same stores with and without CABLE
+        sessions = getattr(args, "sessions", None)
+        if sessions is not None and sessions <= 0:
+            raise InputError(f"--sessions must be positive, got {sessions}")
+        extra = {"sessions": sessions} if sessions is not None else {}
         result = mod.run(
-            args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log
+            args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
         )
         print(mod.table(result))
     if args.json:
@@ -189,7 +199,7 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     samples = json.loads(args.data.read_text("utf-8"))
     for sample in samples[: args.limit] if args.limit else samples:
         sid = str(sample["sample_id"])
-        with open_conversation_store(workdir, sid, args.data, embedder, settings) as store:
+        with open_conversation_store(workdir, sid, args.data, embedder, settings, args.sessions) as store:
             _check_variant(store, settings)
             stats = run_worker(store, gen, until_empty=True)
         log(

@@ -24,10 +24,26 @@ from localmem.store import Store
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
-def open_conversation_store(workdir: Path, sample_id: str, data: Path, embedder: Embedder, settings: Settings) -> Store:
-    store = Store(workdir / f"locomo-{sample_id}.db", embedder=embedder, settings=settings)
-    store.write_sessions(list(locomo.parse(data, sample=sample_id)))
+def open_conversation_store(
+    workdir: Path, sample_id: str, data: Path, embedder: Embedder, settings: Settings, sessions: int | None = None
+) -> Store:
+    """The conversation's store (its first ``sessions`` sessions only, when given)."""
+    name = f"locomo-{sample_id}.db" if sessions is None else f"locomo-{sample_id}-s{sessions}.db"
+    store = Store(workdir / name, embedder=embedder, settings=settings)
+    parsed = list(locomo.parse(data, sample=sample_id))
+    store.write_sessions(parsed[:sessions] if sessions is not None else parsed)
     return store
+
+
+def within_sessions(evidence: Sequence[str], sessions: int | None) -> bool:
+    """True when every evidence id (``D3:5``: session 3) is among the first ``sessions``."""
+    if sessions is None:
+        return True
+    for e in evidence:
+        head = e.split(":", 1)[0].lstrip("D")
+        if not head.isdigit() or int(head) > sessions:
+            return False
+    return True
 
 
 def run(
@@ -39,6 +55,7 @@ def run(
     settings: Settings,
     limit: int | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    sessions: int | None = None,
 ) -> dict[str, Any]:
     samples = read_benchmark(data, "LoCoMo")
     tallies = {(m, b): Tally() for m in methods for b in budgets}
@@ -49,7 +66,7 @@ def run(
     for sample in samples[:limit] if limit else samples:
         sid = str(sample["sample_id"])
         log(f"conversation {sid}: ingest")
-        store = open_conversation_store(workdir, sid, data, embedder, settings)
+        store = open_conversation_store(workdir, sid, data, embedder, settings, sessions)
         try:
             for qa in sample.get("qa", []):
                 cat = qa.get("category")
@@ -59,6 +76,8 @@ def run(
                 malformed += bad
                 if not ev:
                     skipped += 1
+                    continue
+                if not within_sessions(ev, sessions):
                     continue
                 asked += 1
                 for m in methods:
@@ -93,6 +112,7 @@ def run(
         "benchmark": "locomo",
         "data": str(data),
         "questions": asked,
+        "sessions": sessions,
         "skipped_no_evidence": skipped,
         "malformed_evidence_entries": malformed,
         "embedder": embedder.model_id,
@@ -131,7 +151,8 @@ def table(result: dict[str, Any]) -> str:
     cols = ["method", "budget", *CATEGORIES.values(), "all", "all_found"]
     lines = [
         f"LoCoMo evidence recall (mean fraction of evidence turns in context, %), {result['questions']} questions, "
-        f"{result['skipped_no_evidence']} without usable evidence skipped",
+        f"{result['skipped_no_evidence']} without usable evidence skipped"
+        + (f", first {result['sessions']} sessions of each conversation" if result.get("sessions") else ""),
         " | ".join(f"{c:>11}" for c in cols),
         "-" * (14 * len(cols)),
     ]
