@@ -134,3 +134,32 @@ def test_embedder_flag_is_used_and_checked(tmp_path: Path) -> None:
     proc = run("--embedder", str(tmp_path / "missing.gguf"), "doctor", "--json", db=tmp_path / "m.db", check=False)
     checks = {c["name"]: c for c in json.loads(proc.stdout)}
     assert proc.returncode == 1 and not checks["embedder"]["ok"] and "missing.gguf" in checks["embedder"]["detail"]
+
+
+def test_bench_locomo_sessions_keeps_questions_inside_them(tmp_path: Path) -> None:
+    doc = locomo_doc()
+    doc[0]["qa"] = [
+        {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did Rex learn?", "answer": "sit", "evidence": ["D2:1; D1:1"], "category": 1},
+    ]
+    data = tmp_path / "lo.json"
+    data.write_text(json.dumps(doc), "utf-8")
+    args = ["bench", "locomo", "--data", str(data), "--budgets", "500", "--methods", "localmem"]
+    proc = run(*args, "--sessions", "1", "--workdir", str(tmp_path / "w"), "--json")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["questions"] == 1 and result["sessions"] == 1
+    assert "first 1 sessions" in proc.stdout
+    assert (tmp_path / "w" / "locomo-conv-x-s1.db").exists()
+    bad = run(*args, "--sessions", "0", check=False)
+    assert bad.returncode != 0 and "--sessions must be positive" in bad.stderr
+
+
+def test_cable_flags_reach_the_read_path(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    run("ingest", str(SAMPLE), db=db)
+    on = json.loads(run("query", "half marathon", "--json", db=db).stdout)
+    off = json.loads(run("query", "half marathon", "--no-cable", "--json", db=db).stdout)
+    assert on["stats"]["antecedent"] == off["stats"]["antecedent"] == 0  # no links without a model
+    bad = run("query", "half marathon", "--cable-budget", "-1", db=db, check=False)
+    assert bad.returncode != 0 and "cable_budget" in bad.stderr
+    assert "--no-verification" in run("enrich", "--help").stdout
