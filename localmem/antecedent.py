@@ -4,7 +4,8 @@ An ``antecedent`` job is queued for a turn when enrichment stores its memory typ
 (``localmem/enrich.py``). For that turn m_i:
 
 1. no search when it is low-information (extraction's flag or the rule-based filter)
-   or when no turn comes before it;
+   or when no turn comes before it; the memory type is extraction's, else the keyword
+   classifier's;
 2. up to Nq antecedent queries from the model, with the prompt of the turn's memory
    type (``localmem/antecedent_prompts.py``; a fallback prompt for untyped turns, a
    topical one with ``generic_queries``);
@@ -35,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from localmem import db
 from localmem.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
-from localmem.grounding import low_information
+from localmem.grounding import keyword_memory_type, low_information
 from localmem.jobs import Job, WorkerStats, worker_id
+from localmem.llm import EMBEDDED_FILE
 from localmem.reconstruct import earlier_mask, retrieve
 from localmem.search import Filter, turn_rows
 
@@ -85,7 +87,9 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
     if row is None:
         return Outcome(turn_id, skipped="turn forgotten")
     speaker, text, ts, session_id, memory_type, low = str(row[0]), str(row[1]), row[2], int(row[3]), row[4], row[5]
-    out = Outcome(turn_id, memory_type=memory_type)
+    # A turn without extraction gets the keyword classifier's type (CABLE's own fallback);
+    # a turn that matches none of its phrases gets the fallback prompt.
+    out = Outcome(turn_id, memory_type=memory_type or keyword_memory_type(text, default=None))
     persons = [
         str(r[0])
         for r in conn.execute(
@@ -187,6 +191,15 @@ def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:
         conf = 0.5 if math.isnan(conf) else min(max(conf, 0.0), 1.0)
         links.append(Link(tid, round(conf, 4), " ".join(str(v.get("reason", "")).split())[:300]))
     return links
+
+
+def enabled_for(params: CableParams, gen: Generator) -> bool:
+    """Whether the worker builds links with ``gen``: ``params.enabled``, and when that is
+    None ("auto"), only with a model other than the embedded 135M default, whose verdicts
+    measured no better than chance (README, "Antecedent links")."""
+    if params.enabled is not None:
+        return params.enabled
+    return EMBEDDED_FILE not in gen.model_id
 
 
 def run_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Read-time (query, answer, serve, bench): ``--no-cable`` and the expansion's tau, theta
 and budget. Build-time (worker, enrich, bench --model): ``--no-cable`` (leave
-antecedent jobs queued), ``--no-subtraction``, ``--no-verification``,
+antecedent jobs queued), ``--cable`` (build them even with the embedded model), ``--no-subtraction``, ``--no-verification``,
 ``--generic-queries``, Kb, Kh, Nq and the verification batch. Flags override the
 config file's ``[retrieval]`` / ``[cable]`` values; absent flags change nothing.
 """
@@ -28,6 +28,11 @@ def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> Non
     g = p.add_argument_group("CABLE construction (antecedent links at write time)")
     if with_off:
         g.add_argument("--no-cable", action="store_true", help="do not build antecedent links (jobs stay queued)")
+        g.add_argument(
+            "--cable",
+            action="store_true",
+            help="build antecedent links even with the embedded 135M model (by default only with other models)",
+        )
     g.add_argument("--no-subtraction", action="store_true", help="verify all of H, not only H minus B")
     g.add_argument("--no-verification", action="store_true", help="link every candidate without asking the model")
     g.add_argument("--generic-queries", action="store_true", help="topical queries instead of the typed prompts")
@@ -57,6 +62,8 @@ def apply(args: argparse.Namespace, settings: Settings) -> Settings:
         build["verification"] = False
     if getattr(args, "generic_queries", False):
         build["generic_queries"] = True
+    if getattr(args, "cable", False):
+        build["enabled"] = True
     if getattr(args, "no_cable", False):
         read["cable"] = False
         build["enabled"] = False

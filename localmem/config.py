@@ -67,7 +67,9 @@ class CableParams:
     """CABLE's write-time knobs (localmem/antecedent.py), paper defaults; the switches
     exist for ablation and record themselves in each turn's ``antecedent_runs.variant``."""
 
-    enabled: bool = True  # the worker runs antecedent jobs after extraction
+    # The worker runs antecedent jobs after extraction: True, False, or None = "auto":
+    # with any model but the embedded 135M default (localmem/antecedent.py, enabled_for).
+    enabled: bool | None = None
     subtraction: bool = True  # C = H minus B; off: C = H
     verification: bool = True  # off: every candidate becomes an edge
     generic_queries: bool = False  # one topical prompt instead of the memory-type prompts

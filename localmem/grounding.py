@@ -146,12 +146,12 @@ def candidate_phrases(text: str, names: Sequence[str] = (), limit: int = 40) -> 
     return list(dict.fromkeys([*out, *people]))[:limit]
 
 
-def keyword_memory_type(text: str) -> str:
-    """CABLE's fallback: the first of state_change, plan, opinion whose phrases occur; else event."""
+def keyword_memory_type(text: str, default: str | None = "event") -> str | None:
+    """CABLE's fallback: the first of state_change, plan, opinion whose phrases occur; else ``default``."""
     for name, pattern in _TYPE_CUES:
         if pattern.search(text):
             return name
-    return "event"
+    return default
 
 
 def clean_label(label: object, max_words: int = 4) -> str | None:

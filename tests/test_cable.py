@@ -471,7 +471,7 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
         gen = llm.get_generator(None, n_ctx=2048, n_threads=1)
     except ModelError as exc:
         pytest.skip(str(exc))
-    cable = CableParams(kb=1, kh=2, nq=2, verify_batch=4)  # small, to keep the suite fast
+    cable = CableParams(enabled=True, kb=1, kh=2, nq=2, verify_batch=4)  # small, to keep the suite fast
     settings = Settings(db=tmp_path / "m.db", cable=cable)
     with Store(tmp_path / "m.db", embedder=HashEmbedder(), settings=settings) as store:
         store.write_sessions(story()[:2])
@@ -490,3 +490,18 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
         monkeypatch.setattr(gen, "generate_json", boom)  # the shared instance: restored after the test
         ctx = store.reconstruct("Why was Ana packing boxes?", 300)
         assert ctx.tokens <= 300 and ctx.turns
+
+
+def test_auto_builds_links_with_any_model_but_the_embedded_one() -> None:
+    from localmem.llm import EMBEDDED_FILE
+
+    class Named:
+        def __init__(self, model_id: str) -> None:
+            self.model_id = model_id
+
+    auto = CableParams()
+    assert auto.enabled is None
+    assert antecedent.enabled_for(auto, Named("gguf:qwen2.5-1.5b-instruct-q4_k_m.gguf:123"))  # type: ignore[arg-type]
+    assert not antecedent.enabled_for(auto, Named(f"gguf:{EMBEDDED_FILE}:98362432"))  # type: ignore[arg-type]
+    assert antecedent.enabled_for(CableParams(enabled=True), Named(f"gguf:{EMBEDDED_FILE}:1"))  # type: ignore[arg-type]
+    assert not antecedent.enabled_for(CableParams(enabled=False), Named("gguf:other:1"))  # type: ignore[arg-type]

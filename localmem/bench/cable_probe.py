@@ -16,17 +16,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from localmem import antecedent
 from localmem.antecedent import cable_stats
 from localmem.bench.metrics import localmem_nocable
 from localmem.config import Settings
 from localmem.embedding import Embedder
+from localmem.enrich import enrich_jobs
 from localmem.errors import InputError
-from localmem.jobs import WorkerStats, run_worker
+from localmem.jobs import WorkerStats, claim
 from localmem.llm import Generator
 from localmem.records import SessionIn, TurnIn
 from localmem.store import Store
@@ -60,22 +61,22 @@ def _turn(store: Store, source_id: str) -> int:
 
 
 def _enrich(store: Store, gen: Generator, settings: Settings, case_sessions: set[str]) -> WorkerStats:
-    """Extraction for every turn, then CABLE's construction for the case's own turns
-    only: filler turns are searched as history but not linked themselves, which keeps
-    a probe run to minutes on a CPU."""
-    store.settings = replace(settings, cable=replace(settings.cable, enabled=False))
-    stats = run_worker(store, gen, until_empty=True)
+    """Extraction, then CABLE's construction, for the case's own turns only: filler
+    turns are history that is searched, not enriched or linked, which keeps a probe run
+    to minutes on a CPU. Construction runs whatever ``[cable] enabled`` says."""
     marks = ",".join("?" * len(case_sessions))
     store.conn.execute(
-        f"DELETE FROM jobs WHERE kind = 'antecedent' AND turn_id IN (SELECT t.id FROM turns t JOIN sessions s "
+        f"DELETE FROM jobs WHERE turn_id IN (SELECT t.id FROM turns t JOIN sessions s "
         f"ON s.id = t.session_id WHERE s.key NOT IN ({marks}))",
         sorted(case_sessions),
     )
-    store.settings = replace(settings, cable=replace(settings.cable, enabled=True))
-    links = run_worker(store, gen, until_empty=True)
-    store.settings = settings
-    stats.antecedent_turns, stats.antecedent_calls = links.antecedent_turns, links.antecedent_calls
-    stats.antecedent_edges = links.antecedent_edges
+    stats = WorkerStats()
+    for kind, step, batch in (
+        ("extract", enrich_jobs, settings.extract_batch),
+        (antecedent.KIND, antecedent.run_jobs, 1),
+    ):
+        while jobs := claim(store.conn, batch, kind=kind):
+            step(store, gen, jobs, stats)
     return stats
 
 

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,8 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     from localmem.llm import generator_for
 
     gen = generator_for(settings, None if args.model == "default" else args.model)
+    if settings.cable.enabled is None:  # the benchmark measures CABLE with any model, the embedded one too
+        settings = replace(settings, cable=replace(settings.cable, enabled=True))
     samples = json.loads(args.data.read_text("utf-8"))
     for sample in samples[: args.limit] if args.limit else samples:
         sid = str(sample["sample_id"])

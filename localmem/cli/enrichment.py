@@ -86,8 +86,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         total = None
         if args.mode == "enrich":
             # each enriched turn gets an antecedent job too, when CABLE is on
-            links = counts(store.conn, "antecedent") if settings.cable.enabled else {"pending": 0, "running": 0}
-            total = (todo["pending"] + todo["running"]) * (2 if settings.cable.enabled else 1)
+            from localmem.antecedent import enabled_for
+
+            cable = enabled_for(settings.cable, gen)
+            links = counts(store.conn, "antecedent") if cable else {"pending": 0, "running": 0}
+            total = (todo["pending"] + todo["running"]) * (2 if cable else 1)
             total += links["pending"] + links["running"]
         if not args.json:
             print(f"localmem {args.mode}: {gen.model_id}, {todo['pending']} turns queued", file=sys.stderr)
