@@ -38,7 +38,6 @@ from localmem import db
 from localmem.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
 from localmem.grounding import keyword_memory_type, low_information
 from localmem.jobs import Job, WorkerStats, worker_id
-from localmem.llm import EMBEDDED_FILE
 from localmem.reconstruct import earlier_mask, retrieve
 from localmem.search import Filter, turn_rows
 
@@ -191,15 +190,6 @@ def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:
         conf = 0.5 if math.isnan(conf) else min(max(conf, 0.0), 1.0)
         links.append(Link(tid, round(conf, 4), " ".join(str(v.get("reason", "")).split())[:300]))
     return links
-
-
-def enabled_for(params: CableParams, gen: Generator) -> bool:
-    """Whether the worker builds links with ``gen``: ``params.enabled``, and when that is
-    None ("auto"), only with a model other than the embedded 135M default, whose verdicts
-    measured no better than chance (README, "Antecedent links")."""
-    if params.enabled is not None:
-        return params.enabled
-    return EMBEDDED_FILE not in gen.model_id
 
 
 def run_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Read-time (query, answer, serve, bench): ``--no-cable`` and the expansion's tau, theta
 and budget. Build-time (worker, enrich, bench --model): ``--no-cable`` (leave
-antecedent jobs queued), ``--cable`` (build them even with the embedded model), ``--no-subtraction``, ``--no-verification``,
+antecedent jobs queued; the default), ``--cable`` (build them), ``--no-subtraction``, ``--no-verification``,
 ``--generic-queries``, Kb, Kh, Nq and the verification batch. Flags override the
 config file's ``[retrieval]`` / ``[cable]`` values; absent flags change nothing.
 """
@@ -22,6 +22,9 @@ def add_read_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cable-tau", type=float, help="seed threshold: cosine(query, seed) >= tau (default 0.3)")
     g.add_argument("--cable-theta", type=float, help="novelty threshold: cosine to the result < theta (default 0.9)")
     g.add_argument("--cable-budget", type=int, help="most antecedent turns added (default 5)")
+    g.add_argument(
+        "--cable-share", type=float, help="most of the token budget antecedent turns may take (default 0.25)"
+    )
 
 
 def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> None:
@@ -31,7 +34,7 @@ def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> Non
         g.add_argument(
             "--cable",
             action="store_true",
-            help="build antecedent links even with the embedded 135M model (by default only with other models)",
+            help="build antecedent links (off by default; see README, 'Antecedent links')",
         )
     g.add_argument("--no-subtraction", action="store_true", help="verify all of H, not only H minus B")
     g.add_argument("--no-verification", action="store_true", help="link every candidate without asking the model")
@@ -49,6 +52,7 @@ def apply(args: argparse.Namespace, settings: Settings) -> Settings:
         "cable_tau": getattr(args, "cable_tau", None),
         "cable_theta": getattr(args, "cable_theta", None),
         "cable_budget": getattr(args, "cable_budget", None),
+        "cable_share": getattr(args, "cable_share", None),
     }
     build: dict[str, Any] = {
         "kb": getattr(args, "kb", None),

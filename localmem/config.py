@@ -44,6 +44,8 @@ class RetrievalParams:
     def __post_init__(self) -> None:
         if self.extracted_cues not in ("all", "fill", "off"):
             raise ConfigError(f"retrieval.extracted_cues must be all, fill or off; got {self.extracted_cues!r}")
+        if not 0.0 <= self.cable_share <= 1.0:
+            raise ConfigError(f"retrieval.cable_share must be between 0 and 1, got {self.cable_share!r}")
         if self.cable_budget < 0:
             raise ConfigError(f"retrieval.cable_budget must be 0 or more, got {self.cable_budget!r}")
 
@@ -55,6 +57,7 @@ class RetrievalParams:
     cable_tau: float = 0.3
     cable_theta: float = 0.9
     cable_budget: int = 5
+    cable_share: float = 0.25  # most of the token budget that added turns may take (1.0: as in the paper)
 
     # "span": a cue's vector pools the turn's own forward pass over the cue's span (one
     # pass per turn, ~4x faster ingest, same held-out recall); "separate": embed each
@@ -67,9 +70,11 @@ class CableParams:
     """CABLE's write-time knobs (localmem/antecedent.py), paper defaults; the switches
     exist for ablation and record themselves in each turn's ``antecedent_runs.variant``."""
 
-    # The worker runs antecedent jobs after extraction: True, False, or None = "auto":
-    # with any model but the embedded 135M default (localmem/antecedent.py, enabled_for).
-    enabled: bool | None = None
+    # The worker runs antecedent jobs after extraction. Off by default: with the models we
+    # could measure (SmolLM2-135M, Qwen2.5-Coder-1.5B) most verified links were wrong and
+    # expansion over them lowered recall (README, "Antecedent links"); jobs stay queued,
+    # so turning it on later links the whole history.
+    enabled: bool = False
     subtraction: bool = True  # C = H minus B; off: C = H
     verification: bool = True  # off: every candidate becomes an edge
     generic_queries: bool = False  # one topical prompt instead of the memory-type prompts

@@ -11,8 +11,12 @@ After ``reconstruct`` has packed its result R0 (in rank order, best first):
    (R0 and the turns accepted before it) is below ``cable_theta``, at most
    ``cable_budget`` turns;
 5. each accepted turn takes budget left unused by the packer first, then REPLACES the
-   lowest-ranked turns of R0 until it fits; seeds that brought an accepted turn in are
+   lowest-ranked turns of R0 (least probable evidence first) until it fits; seeds that brought an accepted turn in are
    never evicted. A turn that cannot fit is skipped. The token cap holds throughout.
+   Added turns together take at most ``cable_share`` of the budget: the paper replaces
+   up to half of a 10-entry result, but on a token budget five added turns can be the
+   whole context, and with the small local models we measured most links were wrong
+   (README, "Antecedent links").
 
 Invariants: the result never exceeds the budget; an accepted turn carries reason
 ``antecedent`` and the verifier's reason of its strongest link; nothing here calls a
@@ -103,10 +107,15 @@ def expand(
     result_vecs = [tm.mat[int(q)] for q in pos if q >= 0]
     protected: set[int] = set()
     cap = words_for_tokens(budget_tokens)
+    share_cap = p.cable_share * cap
+    share_used = 0
     added = 0
     for cand in ranked:
         if added >= p.cable_budget:
             break
+        cost = rows[cand].words + len(rows[cand].speaker.split())
+        if share_used + cost > share_cap:
+            continue
         cvec = tm.mat[int(tm.index_of(np.array([cand], dtype=np.int64))[0])]
         if result_vecs and float(np.max(np.stack(result_vecs) @ cvec)) >= p.cable_theta:
             continue
@@ -119,6 +128,7 @@ def expand(
         result = [*trial, Candidate(cand, round(score[cand], 6), "antecedent", why)]
         result_vecs = [tm.mat[int(q)] for q in tm.index_of(np.array([c.turn_id for c in result], dtype=np.int64))]
         protected.add(link.seed)
+        share_used += cost
         added += 1
     return result, added
 
@@ -126,18 +136,15 @@ def expand(
 def _fit(
     result: list[Candidate], cand: int, rows: dict[int, TurnRow], cap: int, protected: set[int]
 ) -> list[Candidate] | None:
-    """``result`` minus as few of its lowest-ranked, unprotected turns as it takes for
-    ``cand`` to fit in ``cap`` words; None if it cannot fit. Added turns (reason
-    antecedent) are never evicted for a later one."""
+    """``result`` minus as few of its lowest-ranked (least probable evidence),
+    unprotected turns as it takes for ``cand`` to fit in ``cap`` words; None if it
+    cannot fit. Added turns (reason antecedent) are never evicted for a later one."""
     keep = list(result)
     while _words([*keep, cand], rows) > cap:
-        for i in range(len(keep) - 1, -1, -1):
-            c = keep[i]
-            if c.turn_id not in protected and c.reason != "antecedent":
-                del keep[i]
-                break
-        else:
+        movable = [i for i, c in enumerate(keep) if c.turn_id not in protected and c.reason != "antecedent"]
+        if not movable:
             return None
+        del keep[min(movable, key=lambda i: (keep[i].score, -i))]
     return keep
 
 

@@ -230,7 +230,6 @@ def run_worker(
     """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
     ``until_empty``: return when nothing is ready (``localmem enrich``)."""
     from localmem.antecedent import KIND as ANTECEDENT
-    from localmem.antecedent import enabled_for
     from localmem.antecedent import run_jobs as antecedent_jobs
     from localmem.enrich import enrich_jobs
 
@@ -244,7 +243,7 @@ def run_worker(
         # Extraction first: it gives a turn the memory type its antecedent job needs.
         step: Callable[[Store, Generator, list[Job], WorkerStats], int] = enrich_jobs
         jobs = claim(store.conn, batch)
-        if not jobs and enabled_for(store.settings.cable, gen):
+        if not jobs and store.settings.cable.enabled:
             step = antecedent_jobs
             jobs = claim(store.conn, 1, kind=ANTECEDENT)
         if not jobs:

@@ -222,7 +222,7 @@ def test_worker_runs_antecedent_jobs_after_extraction(tmp_path: Path) -> None:
                 return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
             return fake.generate_json(messages, schema, **kw)
 
-    with make_store(tmp_path, CableParams(kb=1)) as store:  # a tiny store: B would cover every earlier turn
+    with make_store(tmp_path, CableParams(enabled=True, kb=1)) as store:  # tiny store: B would cover it all
         stats = run_worker(store, Both(), until_empty=True)  # type: ignore[arg-type]
         n = store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
         assert stats.turns == n and stats.antecedent_turns == n
@@ -237,12 +237,8 @@ def test_worker_runs_antecedent_jobs_after_extraction(tmp_path: Path) -> None:
         before = len(fake.calls)
         assert run_worker(store, Both(), until_empty=True).antecedent_turns == 0  # type: ignore[arg-type]
         assert len(fake.calls) == before
-        # --no-cable leaves the queue alone
-    with Store(
-        tmp_path / "m2.db",
-        embedder=HashEmbedder(),
-        settings=Settings(db=tmp_path / "m2.db", cable=CableParams(enabled=False)),
-    ) as off:
+    # off (the default) leaves the queue alone
+    with Store(tmp_path / "m2.db", embedder=HashEmbedder(), settings=Settings(db=tmp_path / "m2.db")) as off:
         off.write_sessions(story())
         s2 = run_worker(off, Both(), until_empty=True)  # type: ignore[arg-type]
         assert s2.antecedent_turns == 0 and s2.turns > 0
@@ -361,7 +357,7 @@ def test_expansion_novelty_filter_theta(tmp_path: Path) -> None:
 
 def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> None:
     q = "ferry commute forty minutes"
-    with expansion_store(tmp_path, n_links=8, temporal_window=0, candidates=2) as store:
+    with expansion_store(tmp_path, n_links=8, temporal_window=0, candidates=2, cable_share=1.0) as store:
         for i in range(8):
             link(store, f"old:{i}", "new:0")
         ctx = store.reconstruct(q, 2000)
@@ -383,6 +379,19 @@ def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> 
         assert dropped, "replaced, not appended"
         assert tid(store, "new:0") in kept  # the seed that brought them in stays
         assert min(t.score for t in plain.turns) in [d.score for d in dropped]  # the lowest went first
+
+
+def test_expansion_takes_at_most_its_share_of_the_budget(tmp_path: Path) -> None:
+    from localmem.text import tokens_for_words, words_for_tokens
+
+    with expansion_store(tmp_path, n_links=8, temporal_window=0, cable_share=0.1) as store:
+        for i in range(8):
+            link(store, f"old:{i}", "new:0")
+        ctx = store.reconstruct("ferry commute forty minutes", 200)
+        added = [t for t in ctx.turns if t.reason == "antecedent"]
+        words = sum(len(f"{t.speaker}: {t.text}".split()) for t in added)
+        assert added and words <= 0.1 * words_for_tokens(200)
+        assert len(added) < 5 and tokens_for_words(words) <= 200
 
 
 def test_expansion_respects_as_of(tmp_path: Path) -> None:
@@ -490,18 +499,3 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
         monkeypatch.setattr(gen, "generate_json", boom)  # the shared instance: restored after the test
         ctx = store.reconstruct("Why was Ana packing boxes?", 300)
         assert ctx.tokens <= 300 and ctx.turns
-
-
-def test_auto_builds_links_with_any_model_but_the_embedded_one() -> None:
-    from localmem.llm import EMBEDDED_FILE
-
-    class Named:
-        def __init__(self, model_id: str) -> None:
-            self.model_id = model_id
-
-    auto = CableParams()
-    assert auto.enabled is None
-    assert antecedent.enabled_for(auto, Named("gguf:qwen2.5-1.5b-instruct-q4_k_m.gguf:123"))  # type: ignore[arg-type]
-    assert not antecedent.enabled_for(auto, Named(f"gguf:{EMBEDDED_FILE}:98362432"))  # type: ignore[arg-type]
-    assert antecedent.enabled_for(CableParams(enabled=True), Named(f"gguf:{EMBEDDED_FILE}:1"))  # type: ignore[arg-type]
-    assert not antecedent.enabled_for(CableParams(enabled=False), Named("gguf:other:1"))  # type: ignore[arg-type]

@@ -197,7 +197,7 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     from localmem.llm import generator_for
 
     gen = generator_for(settings, None if args.model == "default" else args.model)
-    if settings.cable.enabled is None:  # the benchmark measures CABLE with any model, the embedded one too
+    if not getattr(args, "no_cable", False):  # the benchmark measures CABLE, whatever the default
         settings = replace(settings, cable=replace(settings.cable, enabled=True))
     samples = json.loads(args.data.read_text("utf-8"))
     for sample in samples[: args.limit] if args.limit else samples:

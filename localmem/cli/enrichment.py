@@ -86,9 +86,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         total = None
         if args.mode == "enrich":
             # each enriched turn gets an antecedent job too, when CABLE is on
-            from localmem.antecedent import enabled_for
-
-            cable = enabled_for(settings.cable, gen)
+            cable = settings.cable.enabled
             links = counts(store.conn, "antecedent") if cable else {"pending": 0, "running": 0}
             total = (todo["pending"] + todo["running"]) * (2 if cable else 1)
             total += links["pending"] + links["running"]
