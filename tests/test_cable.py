@@ -459,7 +459,7 @@ def test_cable_probe_runs_end_to_end_and_credits_built_links(tmp_path: Path) -> 
             return fake.generate_json(messages, schema, **kw)
 
     settings = Settings(db=tmp_path / "unused.db", cable=CableParams(kb=3))
-    res = cable_probe.run(Both(), tmp_path, HashEmbedder(), settings, budget=60)  # type: ignore[arg-type]
+    res = cable_probe.run(Both(), tmp_path, HashEmbedder(), settings, budget=100)  # type: ignore[arg-type]
     assert res["cases"] == len(data["cases"]) == len(res["rows"])
     built = [r for r in res["rows"] if r["link_built"]]
     assert built, "a perfect verifier must get some expected links through"

@@ -85,7 +85,7 @@ def run(
     workdir: Path,
     embedder: Embedder,
     settings: Settings,
-    budget: int = 60,
+    budget: int = 100,
     path: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def add_bench_parser(sub: Any) -> None:
         "model, then reconstruct the case's question with and without CABLE.",
     )
     c.add_argument("--model", help="GGUF chat model (default: the embedded SmolLM2-135M-Instruct)")
-    c.add_argument("--budget", type=int, default=60, help="token budget of each context (default 60)")
+    c.add_argument("--budget", type=int, default=100, help="token budget of each context (default 100)")
     c.add_argument("--cases", type=Path, help="a probe file of your own (default: the bundled cases)")
     c.add_argument("--workdir", type=Path, help="keep the case stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
