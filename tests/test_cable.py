@@ -499,3 +499,18 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
         monkeypatch.setattr(gen, "generate_json", boom)  # the shared instance: restored after the test
         ctx = store.reconstruct("Why was Ana packing boxes?", 300)
         assert ctx.tokens <= 300 and ctx.turns
+
+
+def test_verifier_check_counts_true_and_false_acceptances() -> None:
+    from localmem.bench import cable_probe
+
+    data = cable_probe.load()
+    truth = {c["sessions"][0]["turns"][0][1] for c in data["cases"]}
+    picky = CableFake(accept=lambda cur, old: old in truth)
+    res = cable_probe.verifier_check(picky, Settings(cable=CableParams(verify_batch=3)))  # type: ignore[arg-type]
+    n = len(data["cases"])
+    assert (res["true_links_accepted"], res["false_links_accepted"]) == (n, 0)
+    assert res["false_links"] == 2 * n and res["calls"] == n  # three pairs per call
+    yes = cable_probe.verifier_check(CableFake(), Settings(cable=CableParams(verify_batch=1)))  # type: ignore[arg-type]
+    assert yes["false_links_accepted"] == 2 * n and yes["calls"] == 3 * n
+    assert "accepted" in cable_probe.verifier_table(yes)

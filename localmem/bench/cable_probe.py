@@ -9,6 +9,10 @@ budget. Reported: whether the expected antecedent link was built, evidence found
 with and without CABLE, edges, model calls and seconds.
 
 The stores are rebuilt on every run (``workdir/probe-NAME.db``), so switches never mix.
+
+``verifier_check`` (``--verifier``) asks only the verification question, no store: per
+case the true antecedent and two filler turns against the later turn, batched as the
+construction batches them. A model fit for CABLE accepts the first and rejects the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from localmem import antecedent
 from localmem.antecedent import cable_stats
+from localmem.antecedent_prompts import line, verify_messages, verify_schema
 from localmem.bench.metrics import localmem_nocable
 from localmem.config import Settings
 from localmem.embedding import Embedder
@@ -155,3 +160,56 @@ def table(result: dict[str, Any]) -> str:
         f"{result['edges_per_turn']} edges and {result['calls_per_turn']} construction calls per turn"
     )
     return "\n".join(lines)
+
+
+def verifier_check(gen: Generator, settings: Settings, path: Path | None = None) -> dict[str, Any]:
+    """The verifier alone on the probe's true pairs and on filler pairs."""
+    data = load(path)
+    filler = [t for s in data.get("filler", []) for t in s["turns"]]
+    if len(filler) < 2:
+        raise InputError("the probe file needs filler turns for the verifier check", path=str(path or ""))
+    true_ok = false_ok = negatives = calls = 0
+    t0 = time.perf_counter()
+    for k, case in enumerate(data["cases"]):
+        people = {"A": case["people"][0], "B": case["people"][1]}
+        (s1, s2) = case["sessions"][:2]
+        current = line(s2["turns"][0][0], s2["turns"][0][1], s2["started"])
+        pairs = [(line(s1["turns"][0][0], s1["turns"][0][1], s1["started"]), True)]
+        for j in (3 * k % len(filler), (3 * k + 7) % len(filler)):
+            who, text = filler[j]
+            pairs.append((line(people.get(who, who), text, s1["started"]), False))
+        b = settings.cable.verify_batch
+        for start in range(0, len(pairs), b):
+            chunk = pairs[start : start + b]
+            out = gen.generate_json(
+                verify_messages(current, [e for e, _g in chunk]),
+                verify_schema(len(chunk)),
+                max_tokens=antecedent.VERDICT_TOKENS * len(chunk),
+                temperature=0.0,
+            )
+            calls += 1
+            accepted = {link.src for link in antecedent.parse_verdicts(out.text, list(range(len(chunk))))}
+            for i, (_e, gold) in enumerate(chunk):
+                true_ok += gold and i in accepted
+                false_ok += (not gold) and i in accepted
+                negatives += not gold
+    n = len(data["cases"])
+    return {
+        "benchmark": "cable-probe-verifier",
+        "model": gen.model_id,
+        "verify_batch": settings.cable.verify_batch,
+        "true_links_accepted": true_ok,
+        "true_links": n,
+        "false_links_accepted": false_ok,
+        "false_links": negatives,
+        "calls": calls,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def verifier_table(r: dict[str, Any]) -> str:
+    return (
+        f"CABLE verifier check, model {r['model']}, {r['verify_batch']} candidates per call: accepted "
+        f"{r['true_links_accepted']}/{r['true_links']} true links and {r['false_links_accepted']}/{r['false_links']} "
+        f"false ones ({r['calls']} calls, {r['seconds']}s)"
+    )

@@ -77,6 +77,11 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--model", help="GGUF chat model (default: the embedded SmolLM2-135M-Instruct)")
     c.add_argument("--budget", type=int, default=100, help="token budget of each context (default 100)")
     c.add_argument("--cases", type=Path, help="a probe file of your own (default: the bundled cases)")
+    c.add_argument(
+        "--verifier",
+        action="store_true",
+        help="only ask the verifier about each case's true link and two false ones (no store; minutes)",
+    )
     c.add_argument("--workdir", type=Path, help="keep the case stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     from localmem import cable_flags
@@ -140,8 +145,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.budget <= 0:
             raise InputError(f"--budget must be positive, got {args.budget}")
         gen = generator_for(settings, None if args.model in (None, "default") else args.model)
-        result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
-        print(cable_probe.table(result))
+        if args.verifier:
+            result = cable_probe.verifier_check(gen, settings, args.cases)
+            print(cable_probe.verifier_table(result))
+        else:
+            result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
+            print(cable_probe.table(result))
     elif args.bench == "latency":
         result = latency.run(_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log)
         print(latency.table(result))
