@@ -84,49 +84,56 @@ def expand(
     seed_pos = {int(t): int(q) for t, q, s in zip(ids, pos, qsim, strict=True) if q >= 0 and s >= p.cable_tau}
     links = antecedent_links(store, sorted(seed_pos))
     in_result = set(ids.tolist())
-    score: dict[int, float] = {}
-    best: dict[int, tuple[float, Link]] = {}
-    seen: set[tuple[int, int]] = set()
+    pairs: dict[tuple[int, int], Link] = {}
     for link in links:
-        if link.other in in_result or (link.seed, link.other) in seen:
-            continue
-        seen.add((link.seed, link.other))
-        cpos = int(tm.index_of(np.array([link.other], dtype=np.int64))[0])
-        if cpos < 0 or not visible[cpos]:
-            continue
-        sim = float(tm.mat[cpos] @ tm.mat[seed_pos[link.seed]])
-        score[link.other] = score.get(link.other, 0.0) + sim
-        if link.other not in best or sim > best[link.other][0]:
-            best[link.other] = (sim, link)
-    if not score:
+        if link.other not in in_result:
+            pairs.setdefault((link.seed, link.other), link)
+    if not pairs:
         return chosen, 0
+    keep = list(pairs.values())
+    cpos = tm.index_of(np.array([k.other for k in keep], dtype=np.int64))
+    ok = (cpos >= 0) & visible[np.maximum(cpos, 0)]
+    keep = [k for k, good in zip(keep, ok, strict=True) if good]
+    cpos = cpos[ok]
+    if not keep:
+        return chosen, 0
+    spos = np.array([seed_pos[k.seed] for k in keep], dtype=np.int64)
+    sims = np.einsum("ij,ij->i", tm.mat[cpos], tm.mat[spos])
+    score: dict[int, float] = {}
+    best: dict[int, tuple[float, Link, int]] = {}
+    for k, sim, cp in zip(keep, sims.tolist(), cpos.tolist(), strict=True):
+        score[k.other] = score.get(k.other, 0.0) + sim
+        if k.other not in best or sim > best[k.other][0]:
+            best[k.other] = (sim, k, cp)
 
     ranked = sorted(score, key=lambda t: (-score[t], t))
-    rows.update(search.turn_rows(store.conn, [t for t in ranked if t not in rows]))
     result = list(chosen)
-    result_vecs = [tm.mat[int(q)] for q in pos if q >= 0]
+    rmat = tm.mat[pos[pos >= 0]]
     protected: set[int] = set()
     cap = words_for_tokens(budget_tokens)
     share_cap = p.cable_share * cap
     share_used = 0
     added = 0
-    for cand in ranked:
+    for i, cand in enumerate(ranked):
         if added >= p.cable_budget:
             break
+        if cand not in rows:  # rows of the next few candidates, fetched as they are reached
+            rows.update(search.turn_rows(store.conn, [t for t in ranked[i : i + 32] if t not in rows]))
         cost = rows[cand].words + len(rows[cand].speaker.split())
         if share_used + cost > share_cap:
             continue
-        cvec = tm.mat[int(tm.index_of(np.array([cand], dtype=np.int64))[0])]
-        if result_vecs and float(np.max(np.stack(result_vecs) @ cvec)) >= p.cable_theta:
+        _sim, link, cp = best[cand]
+        cvec = tm.mat[cp]
+        if len(rmat) and float(np.max(rmat @ cvec)) >= p.cable_theta:
             continue
-        link = best[cand][1]
         trial = _fit(result, cand, rows, cap, protected | {link.seed})
         if trial is None:
             continue
         side = f"earlier context of turn {link.seed}" if link.earlier else f"follows from turn {link.seed}"
         why = f"{side}: {link.reason}" if link.reason else side
         result = [*trial, Candidate(cand, round(score[cand], 6), "antecedent", why)]
-        result_vecs = [tm.mat[int(q)] for q in tm.index_of(np.array([c.turn_id for c in result], dtype=np.int64))]
+        rpos = tm.index_of(np.array([c.turn_id for c in result], dtype=np.int64))
+        rmat = tm.mat[rpos[rpos >= 0]]
         protected.add(link.seed)
         share_used += cost
         added += 1
