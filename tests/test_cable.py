@@ -514,3 +514,15 @@ def test_verifier_check_counts_true_and_false_acceptances() -> None:
     yes = cable_probe.verifier_check(CableFake(), Settings(cable=CableParams(verify_batch=1)))  # type: ignore[arg-type]
     assert yes["false_links_accepted"] == 2 * n and yes["calls"] == 3 * n
     assert "accepted" in cable_probe.verifier_table(yes)
+
+
+def test_latency_bench_adds_random_earlier_antecedent_edges_once(tmp_path: Path) -> None:
+    from localmem.bench.latency import add_antecedent_edges
+
+    with make_store(tmp_path) as store:
+        add_antecedent_edges(store, 2)
+        edges = store.conn.execute("SELECT src, dst FROM edges WHERE kind = 'antecedent'").fetchall()
+        n = store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+        assert 0 < len(edges) <= 2 * (n - 1) and all(src < dst for src, dst in edges)
+        add_antecedent_edges(store, 2)  # a kept store is not densified twice
+        assert len(store.conn.execute("SELECT 1 FROM edges WHERE kind = 'antecedent'").fetchall()) == len(edges)

@@ -101,6 +101,15 @@ def add_bench_parser(sub: Any) -> None:
     c = bsub.add_parser("latency", help="reconstruct p50/p95 and ingest turns/s on synthetic stores")
     c.add_argument("--turns", default="10000", help="comma-separated store sizes (default 10000)")
     c.add_argument("--queries", type=int, default=100, help="queries per size (default 100)")
+    c.add_argument(
+        "--antecedent-edges",
+        type=int,
+        default=0,
+        help="add N random antecedent edges per turn first (CABLE's read cost; --no-cable to compare)",
+    )
+    from localmem import cable_flags
+
+    cable_flags.add_read_flags(c)
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
@@ -152,7 +161,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
             print(cable_probe.table(result))
     elif args.bench == "latency":
-        result = latency.run(_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log)
+        if args.antecedent_edges < 0:
+            raise InputError(f"--antecedent-edges must be 0 or more, got {args.antecedent_edges}")
+        result = latency.run(
+            _ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log, args.antecedent_edges
+        )
         print(latency.table(result))
     elif args.bench == "fit":
         if not args.data.is_file():

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from localmem import db
 from localmem.config import Settings
 from localmem.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
@@ -73,6 +74,7 @@ def run(
     settings: Settings,
     queries: int = 100,
     log: Callable[[str], None] = lambda _m: None,
+    antecedent_edges: int = 0,
 ) -> dict[str, Any]:
     rows = []
     for n in sizes:
@@ -87,6 +89,8 @@ def run(
                 written += sum(r.new_turns for r in store.write_sessions(sessions[i : i + 10]))
                 log(f"{n}: {existing + written} turns")
             ingest_s = time.perf_counter() - t0
+            if antecedent_edges:
+                add_antecedent_edges(store, antecedent_edges)
             qs = synthetic_queries(sessions, queries)
             store.reconstruct(qs[0])
             times = []
@@ -102,6 +106,9 @@ def run(
                     "reconstruct_p50_ms": round(statistics.median(times), 2),
                     "reconstruct_p95_ms": round(times[int(0.95 * (len(times) - 1))], 2),
                     "db_mb": round(store.stats()["bytes"] / 1e6, 1),
+                    "antecedent_edges": int(
+                        store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0]
+                    ),
                 }
             )
             log(f"{n}: {row}")
@@ -110,8 +117,23 @@ def run(
     return {"benchmark": "latency", "embedder": embedder.model_id, "rows": rows}
 
 
+def add_antecedent_edges(store: Store, per_turn: int, seed: int = 0) -> None:
+    """``per_turn`` antecedent edges into every turn from random earlier turns (once per
+    store): the read cost of CABLE's expansion on a dense graph, no model needed."""
+    if store.conn.execute("SELECT 1 FROM edges WHERE kind = 'antecedent' LIMIT 1").fetchone():
+        return
+    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM turns ORDER BY id")]
+    rng = random.Random(seed)
+    edges = [(rng.choice(ids[:i]), ids[i]) for i in range(1, len(ids)) for _ in range(per_turn)]
+    with db.transaction(store.conn):
+        store.conn.executemany(
+            "INSERT OR IGNORE INTO edges(src, dst, kind, weight, reason) VALUES (?, ?, 'antecedent', 0.8, 'synthetic')",
+            edges,
+        )
+
+
 def table(result: dict[str, Any]) -> str:
-    cols = ["turns", "ingest_turns_per_s", "reconstruct_p50_ms", "reconstruct_p95_ms", "db_mb"]
+    cols = ["turns", "ingest_turns_per_s", "reconstruct_p50_ms", "reconstruct_p95_ms", "db_mb", "antecedent_edges"]
     lines = [
         f"latency ({result['embedder']}; ingest includes embedding; reconstruct includes query embedding)",
         " | ".join(f"{c:>19}" for c in cols),
