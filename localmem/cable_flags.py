@@ -25,6 +25,11 @@ def add_read_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--cable-share", type=float, help="most of the token budget antecedent turns may take (default 0.25)"
     )
+    g.add_argument(
+        "--cable-keep-p",
+        type=float,
+        help="never replace turns at least this likely to be evidence (default 0.05; 1.0: any)",
+    )
 
 
 def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> None:
@@ -53,6 +58,7 @@ def apply(args: argparse.Namespace, settings: Settings) -> Settings:
         "cable_theta": getattr(args, "cable_theta", None),
         "cable_budget": getattr(args, "cable_budget", None),
         "cable_share": getattr(args, "cable_share", None),
+        "cable_keep_p": getattr(args, "cable_keep_p", None),
     }
     build: dict[str, Any] = {
         "kb": getattr(args, "kb", None),

@@ -13,7 +13,8 @@ After ``reconstruct`` has packed its result R0 (in rank order, best first):
 5. each accepted turn takes budget left unused by the packer first, then REPLACES the
    lowest-ranked turns of R0 (least probable evidence first) until it fits; seeds that brought an accepted turn in are
    never evicted. A turn that cannot fit is skipped. The token cap holds throughout.
-   Added turns together take at most ``cable_share`` of the budget: the paper replaces
+   Turns with a probability of being evidence of at least ``cable_keep_p`` are never
+   replaced. Added turns together take at most ``cable_share`` of the budget: the paper replaces
    up to half of a 10-entry result, but on a token budget five added turns can be the
    whole context, and with the small local models we measured most links were wrong
    (README, "Antecedent links").
@@ -126,7 +127,7 @@ def expand(
         cvec = tm.mat[cp]
         if len(rmat) and float(np.max(rmat @ cvec)) >= p.cable_theta:
             continue
-        trial = _fit(result, cand, rows, cap, protected | {link.seed})
+        trial = _fit(result, cand, rows, cap, protected | {link.seed}, p.cable_keep_p)
         if trial is None:
             continue
         side = f"earlier context of turn {link.seed}" if link.earlier else f"follows from turn {link.seed}"
@@ -141,14 +142,18 @@ def expand(
 
 
 def _fit(
-    result: list[Candidate], cand: int, rows: dict[int, TurnRow], cap: int, protected: set[int]
+    result: list[Candidate], cand: int, rows: dict[int, TurnRow], cap: int, protected: set[int], keep_p: float
 ) -> list[Candidate] | None:
     """``result`` minus as few of its lowest-ranked (least probable evidence),
     unprotected turns as it takes for ``cand`` to fit in ``cap`` words; None if it
     cannot fit. Added turns (reason antecedent) are never evicted for a later one."""
     keep = list(result)
     while _words([*keep, cand], rows) > cap:
-        movable = [i for i, c in enumerate(keep) if c.turn_id not in protected and c.reason != "antecedent"]
+        movable = [
+            i
+            for i, c in enumerate(keep)
+            if c.turn_id not in protected and c.reason != "antecedent" and c.score < keep_p
+        ]
         if not movable:
             return None
         del keep[min(movable, key=lambda i: (keep[i].score, -i))]

@@ -357,7 +357,9 @@ def test_expansion_novelty_filter_theta(tmp_path: Path) -> None:
 
 def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> None:
     q = "ferry commute forty minutes"
-    with expansion_store(tmp_path, n_links=8, temporal_window=0, candidates=2, cable_share=1.0) as store:
+    with expansion_store(
+        tmp_path, n_links=8, temporal_window=0, candidates=2, cable_share=1.0, cable_keep_p=1.0
+    ) as store:
         for i in range(8):
             link(store, f"old:{i}", "new:0")
         ctx = store.reconstruct(q, 2000)
@@ -379,6 +381,26 @@ def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> 
         assert dropped, "replaced, not appended"
         assert tid(store, "new:0") in kept  # the seed that brought them in stays
         assert min(t.score for t in plain.turns) in [d.score for d in dropped]  # the lowest went first
+
+
+def test_expansion_never_replaces_likely_evidence(tmp_path: Path) -> None:
+    q = "ferry commute forty minutes"
+    with expansion_store(tmp_path, n_links=8, temporal_window=0, candidates=2, cable_share=1.0) as store:
+        for i in range(8):
+            link(store, f"old:{i}", "new:0")
+        store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=False))
+        full = store.reconstruct(q, 2000)
+        budget = full.tokens + 2
+        for keep_p in (1.0, 0.0):
+            r = replace(store.settings.retrieval, cable=True, cable_keep_p=keep_p)
+            store.settings = replace(store.settings, retrieval=r)
+            ctx = store.reconstruct(q, budget)
+            kept = {t.turn_id for t in ctx.turns}
+            lost = [t for t in full.turns if t.turn_id not in kept]
+            if keep_p == 1.0:
+                assert lost  # any turn may be replaced
+            else:
+                assert not lost and ctx.stats["antecedent"] == 0  # no turn is below probability 0
 
 
 def test_expansion_takes_at_most_its_share_of_the_budget(tmp_path: Path) -> None:
