@@ -75,6 +75,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         stats = store.stats()
         stats["enrichment"] = layer_stats(store)
+        stats["enrichment"]["antecedent"]["construction_enabled"] = settings.cable.enabled
     if args.json:
         print_json(stats)
         return 0
@@ -104,6 +105,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         f"antecedents   {a['turns_processed']} turns processed ({a['turns_skipped']} skipped), {a['jobs_waiting']} "
         f"waiting; {a['edges']} edges, per turn: {a['edges_per_turn']} edges, {a['candidates_per_turn']} "
         f"candidates, {a['calls_per_turn']} model calls"
+        + ("" if settings.cable.enabled else " (construction off: `localmem enrich --cable` builds them)")
     )
     for p in e["parked"]:
         print(f"  parked {p['kind']} job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
