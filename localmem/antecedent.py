@@ -103,6 +103,8 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
         return out
 
     out.queries = _queries(gen, out, text, speaker, persons, params)
+    if not out.queries:
+        return out  # H is empty, so C is: no search needed
     flt = Filter(before=turn_id)
     out.direct = [t for t, _p in retrieve(store, text, flt, params.kb)]
     for q in out.queries:
