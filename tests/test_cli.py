@@ -163,6 +163,11 @@ def test_cable_flags_reach_the_read_path(tmp_path: Path) -> None:
     bad = run("query", "half marathon", "--cable-budget", "-1", db=db, check=False)
     assert bad.returncode != 0 and "cable_budget" in bad.stderr
     assert "--no-verification" in run("enrich", "--help").stdout
+    from localmem import cable_flags
+    from localmem.config import Settings
+
+    serve = build_parser().parse_args(["serve", "--cable"])
+    assert cable_flags.apply(serve, Settings()).cable.enabled is True
     stats = json.loads(run("stats", "--json", db=db).stdout)["enrichment"]["antecedent"]
     assert stats["construction_enabled"] is False and stats["edges"] == 0
     assert "construction off" in run("stats", db=db).stdout

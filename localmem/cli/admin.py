@@ -46,6 +46,9 @@ def add_serve(sub: Subparsers) -> None:
 
     add_arguments(c)
     cable_flags.add_read_flags(c)
+    c.add_argument(
+        "--cable", action="store_true", help="the background worker also builds antecedent links (off by default)"
+    )
     c.set_defaults(func=cmd_serve)
 
 
