@@ -59,8 +59,7 @@ async def remember(
     st = _state(ctx)
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
     key = session or f"mcp-{now[:10]}"
-    items = [TurnIn(text=t.text, speaker=t.speaker, role=t.role, timestamp=t.timestamp or now) for t in turns]
-    res = await st.call(st.store.write, items, key, source="mcp", write=True)
+    res = await st.call(_write_remembered, st.store, turns, key, now, write=True)
     return {
         "session": key,
         "turn_ids": list(res.turn_ids),
@@ -353,6 +352,16 @@ def _stats(store: Store) -> dict[str, Any]:
     out = store.stats()
     out["enrichment"] = layer_stats(store)
     return out
+
+
+def _write_remembered(store: Store, turns: list[Any], key: str, now: str) -> Any:
+    """A turn without a timestamp gets its session's start (now, for a new session): a
+    client re-sending the same turns later then matches them instead of storing copies,
+    since a turn's identity includes its time."""
+    row = store.conn.execute("SELECT started_at FROM sessions WHERE source = 'mcp' AND key = ?", (key,)).fetchone()
+    default = str(row[0]) if row and row[0] else now
+    items = [TurnIn(text=t.text, speaker=t.speaker, role=t.role, timestamp=t.timestamp or default) for t in turns]
+    return store.write(items, key, source="mcp", started_at=now)
 
 
 async def memory_stats(ctx: Ctx) -> dict[str, Any]:

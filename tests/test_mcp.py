@@ -292,3 +292,13 @@ def test_mcp_config_print_and_install(tmp_path: Path) -> None:
     assert bad.read_text() == "{not json"
     fresh, none = clientconfig.install(settings, "cursor", tmp_path / "new" / "mcp.json")
     assert none is None and "localmem" in json.loads(fresh.read_text())["mcpServers"]
+
+
+async def test_resending_untimed_turns_a_second_later_stores_no_copies(client: Client) -> None:
+    import anyio
+
+    turns = [{"text": "We adopted a grey cat called Miso.", "speaker": "Ana"}, {"text": "Lovely!", "speaker": "Ben"}]
+    first = await call(client, "remember", {"turns": turns, "session": "resend"})
+    await anyio.sleep(1.1)  # the default time is second-grained: cross a second
+    again = await call(client, "remember", {"turns": [*turns, {"text": "She sleeps all day."}], "session": "resend"})
+    assert again["turn_ids"][:2] == first["turn_ids"] and again["existing_turns"] == 2 and again["new_turns"] == 1
