@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from localmem import db
 from localmem.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
 from localmem.grounding import keyword_memory_type, low_information
-from localmem.jobs import Job, WorkerStats, worker_id
+from localmem.jobs import Job, WorkerStats, finish
 from localmem.reconstruct import earlier_mask, retrieve
 from localmem.search import Filter, turn_rows
 
@@ -217,13 +217,7 @@ def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> 
     processed before (then nothing is written)."""
     conn = store.conn
     with db.transaction(conn):
-        held = conn.execute(
-            "UPDATE jobs SET state = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
-            "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
-            "WHERE id = ? AND state = 'running' AND locked_by = ? RETURNING id",
-            (job.id, worker_id()),
-        ).fetchone()
-        if held is None or out.skipped == "turn forgotten":
+        if not finish(conn, job.id) or out.skipped == "turn forgotten":
             return False
         fresh = conn.execute(
             "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "

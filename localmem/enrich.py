@@ -22,7 +22,7 @@ import numpy as np
 from localmem import db
 from localmem.antecedent import cable_stats
 from localmem.extract import ExtractedCue, TurnExtraction, TurnInput, extract
-from localmem.jobs import Job, WorkerStats, counts, parked, worker_id
+from localmem.jobs import Job, WorkerStats, counts, finish, parked, worker_id
 from localmem.linking import link_semantic
 from localmem.store import turn_doc
 
@@ -75,13 +75,7 @@ def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStat
         for ex in result.turns:
             cue_vecs = vecs[at : at + len(ex.cues)]
             at += len(ex.cues)
-            held = store.conn.execute(
-                "UPDATE jobs SET state = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
-                "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
-                "WHERE id = ? AND state = 'running' AND locked_by = ? RETURNING id",
-                (job_of[ex.turn_id].id, owner),
-            ).fetchone()
-            if held is None:
+            if not finish(store.conn, job_of[ex.turn_id].id, owner):
                 continue  # reclaimed by another worker after our lease lapsed
             if _write_turn(store, by_turn[ex.turn_id], ex, cue_vecs, gen.model_id):
                 written.append(ex.turn_id)

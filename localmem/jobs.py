@@ -152,6 +152,18 @@ def fail(conn: apsw.Connection, job: Job, error: str, max_attempts: int, *, owne
     return state
 
 
+def finish(conn: apsw.Connection, job_id: int, owner: str | None = None) -> bool:
+    """Mark a job done inside the caller's transaction, only while ``owner`` still holds
+    it; False when another worker reclaimed it after our lease lapsed."""
+    held = conn.execute(
+        "UPDATE jobs SET state = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
+        "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now') "
+        "WHERE id = ? AND state = 'running' AND locked_by = ? RETURNING id",
+        (job_id, owner or worker_id()),
+    ).fetchone()
+    return held is not None
+
+
 def retry_parked(conn: apsw.Connection) -> int:
     """Give parked jobs another round of attempts (after the cause was fixed)."""
     with db.transaction(conn):

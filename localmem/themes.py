@@ -32,14 +32,12 @@ costs a label, never a grouping. ``localmem.topics.run_topics`` runs it after it
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from localmem import db, topics
-from localmem.errors import LocalmemError
 from localmem.jobs import now_iso
 from localmem.llm import Generator
 from localmem.store import Store
@@ -257,16 +255,7 @@ class _Pass:
 def _label_model(gen: Generator, members: list[_Topic]) -> tuple[str, str] | None:
     shown = members if len(members) <= PROMPT_TOPICS else members[: PROMPT_TOPICS // 2] + members[-PROMPT_TOPICS // 2 :]
     lines = [f"m{i}. {t.first[:10] or 'undated'}: {t.label} - {t.summary[:200]}" for i, t in enumerate(shown, 1)]
-    msgs = [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
-    try:
-        out = gen.generate_json(msgs, topics.SCHEMA, max_tokens=topics.LABEL_TOKENS, temperature=0.0)
-        data = json.loads(out.text)
-    except (LocalmemError, json.JSONDecodeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    label, summary = str(data.get("label", "")).strip(), str(data.get("summary", "")).strip()
-    return (label[:60], summary[:300]) if label else None
+    return topics.ask_label(gen, PROMPT, lines)
 
 
 def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:

@@ -104,7 +104,13 @@ def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
 def _label_model(store: Store, gen: Generator, turn_ids: list[int]) -> tuple[str, str] | None:
     rows = search.turn_rows(store.conn, turn_ids)
     lines = [f"{rows[t].speaker}: {rows[t].text[:300]}" for t in turn_ids if t in rows][:MAX_TURNS]
-    msgs = [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+    return ask_label(gen, PROMPT, lines)
+
+
+def ask_label(gen: Generator, prompt: str, lines: list[str]) -> tuple[str, str] | None:
+    """One schema-constrained call for a label and a summary of ``lines``; None when the
+    model fails or gives no label (the caller then labels without it)."""
+    msgs = [{"role": "system", "content": prompt}, {"role": "user", "content": "\n".join(lines)}]
     try:
         out = gen.generate_json(msgs, SCHEMA, max_tokens=LABEL_TOKENS, temperature=0.0)
         data = json.loads(out.text)
