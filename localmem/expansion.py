@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from localmem import search
+from localmem.reconstruct import Candidate, header_line, line_words
 from localmem.text import count_words, words_for_tokens
 
 if TYPE_CHECKING:
-    from localmem.reconstruct import Candidate
     from localmem.search import TurnRow
     from localmem.store import Store
 
@@ -73,8 +73,6 @@ def expand(
     """The packed result with up to ``cable_budget`` antecedent turns in place of its
     lowest-ranked ones; also returns how many were added. ``rows`` gains the rows of
     the added turns (the renderer needs them)."""
-    from localmem.reconstruct import Candidate
-
     p = store.params
     if not chosen or p.cable_budget <= 0:
         return chosen, 0
@@ -120,7 +118,7 @@ def expand(
             break
         if cand not in rows:  # rows of the next few candidates, fetched as they are reached
             rows.update(search.turn_rows(store.conn, [t for t in ranked[i : i + 32] if t not in rows]))
-        cost = rows[cand].words + len(rows[cand].speaker.split())
+        cost = line_words(rows[cand])
         if share_used + cost > share_cap:
             continue
         _sim, link, cp = best[cand]
@@ -162,13 +160,11 @@ def _fit(
 
 def _words(items: Sequence[Candidate | int], rows: dict[int, TurnRow]) -> int:
     """Words of the rendered context: each turn's line, each session's header once."""
-    from localmem.reconstruct import header_line
-
     total = 0
     sessions: set[int] = set()
     for item in items:
         row = rows[item if isinstance(item, int) else item.turn_id]
-        total += row.words + len(row.speaker.split())
+        total += line_words(row)
         if row.session_id not in sessions:
             sessions.add(row.session_id)
             total += count_words(header_line(row))

@@ -60,6 +60,11 @@ def turn_line(row: TurnRow) -> str:
     return f"{row.speaker}: {row.text}" if row.speaker else row.text
 
 
+def line_words(row: TurnRow) -> int:
+    """Words of ``turn_line(row)``: the turn's own and its speaker's."""
+    return row.words + len(row.speaker.split())
+
+
 def pack(cands: Sequence[Candidate], rows: dict[int, TurnRow], budget_tokens: int) -> list[Candidate]:
     """Fill the word budget in the given order; a turn that does not fit is skipped and
     smaller ones are still tried. A session header is paid once, with its first turn."""
@@ -69,7 +74,7 @@ def pack(cands: Sequence[Candidate], rows: dict[int, TurnRow], budget_tokens: in
     chosen: list[Candidate] = []
     for c in cands:
         row = rows[c.turn_id]
-        cost = row.words + len(row.speaker.split())  # words of turn_line(row)
+        cost = line_words(row)
         if row.session_id not in sessions:
             cost += count_words(header_line(row))
         if used + cost > cap:
