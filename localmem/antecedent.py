@@ -118,14 +118,21 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
         out.links = [Link(t, round(out.retrieved[t], 4), "unverified") for t in out.candidates]
         return out
     rows = turn_rows(conn, out.candidates)
-    current = line(speaker, text, ts)
-    for start in range(0, len(out.candidates), params.verify_batch):
-        batch = out.candidates[start : start + params.verify_batch]
-        earlier = [line(rows[t].speaker, rows[t].text, rows[t].ts) for t in batch]
-        msgs = verify_messages(current, earlier)
-        reply = _call(gen, out, msgs, verify_schema(len(batch)), VERDICT_TOKENS * len(batch), 0.0)
-        out.links += parse_verdicts(reply, batch)
+    earlier = [line(rows[t].speaker, rows[t].text, rows[t].ts) for t in out.candidates]
+    out.links = verify(gen, out, line(speaker, text, ts), earlier, out.candidates, params.verify_batch)
     return out
+
+
+def verify(gen: Generator, out: Outcome, current: str, earlier: list[str], ids: list[int], batch: int) -> list[Link]:
+    """Step 5: the accepted links among ``ids`` (rendered as ``earlier``), ``batch`` per
+    call at temperature 0; calls and tokens are counted on ``out``."""
+    links: list[Link] = []
+    for start in range(0, len(ids), batch):
+        chunk = ids[start : start + batch]
+        msgs = verify_messages(current, earlier[start : start + batch])
+        reply = _call(gen, out, msgs, verify_schema(len(chunk)), VERDICT_TOKENS * len(chunk), 0.0)
+        links += parse_verdicts(reply, chunk)
+    return links
 
 
 def _call(

@@ -26,7 +26,7 @@ from typing import Any
 
 from localmem import antecedent
 from localmem.antecedent import cable_stats
-from localmem.antecedent_prompts import line, verify_messages, verify_schema
+from localmem.antecedent_prompts import line
 from localmem.bench.metrics import localmem_nocable
 from localmem.config import Settings
 from localmem.embedding import Embedder
@@ -178,21 +178,15 @@ def verifier_check(gen: Generator, settings: Settings, path: Path | None = None)
         for j in (3 * k % len(filler), (3 * k + 7) % len(filler)):
             who, text = filler[j]
             pairs.append((line(people.get(who, who), text, s1["started"]), False))
-        b = settings.cable.verify_batch
-        for start in range(0, len(pairs), b):
-            chunk = pairs[start : start + b]
-            out = gen.generate_json(
-                verify_messages(current, [e for e, _g in chunk]),
-                verify_schema(len(chunk)),
-                max_tokens=antecedent.VERDICT_TOKENS * len(chunk),
-                temperature=0.0,
-            )
-            calls += 1
-            accepted = {link.src for link in antecedent.parse_verdicts(out.text, list(range(len(chunk))))}
-            for i, (_e, gold) in enumerate(chunk):
-                true_ok += gold and i in accepted
-                false_ok += (not gold) and i in accepted
-                negatives += not gold
+        out = antecedent.Outcome(0)
+        ids = list(range(len(pairs)))
+        links = antecedent.verify(gen, out, current, [e for e, _g in pairs], ids, settings.cable.verify_batch)
+        calls += out.calls
+        accepted = {link.src for link in links}
+        for i, (_e, gold) in enumerate(pairs):
+            true_ok += gold and i in accepted
+            false_ok += (not gold) and i in accepted
+            negatives += not gold
     n = len(data["cases"])
     return {
         "benchmark": "cable-probe-verifier",
