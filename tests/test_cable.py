@@ -63,6 +63,25 @@ class CableFake:
         return [k for k, _m in self.calls]
 
 
+class Enriching:
+    """A whole worker's model: extraction goes to ``ScriptedGenerator``, topic labels get
+    a fixed reply, CABLE's calls go to ``cable``."""
+
+    model_id = "test-enriching"
+
+    def __init__(self, cable: CableFake) -> None:
+        self.extract = ScriptedGenerator()
+        self.cable = cable
+
+    def generate_json(self, messages: Sequence[dict[str, str]], schema: dict[str, Any], **kw: Any) -> Generation:
+        props = schema.get("properties", {})
+        if "m1" in props:
+            return self.extract.generate_json(messages, schema, **kw)
+        if "label" in props:  # the topic layer, when the queue is empty
+            return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
+        return self.cable.generate_json(messages, schema, **kw)
+
+
 def _text(rendered: str) -> str:
     """'(2024-01-05 10:00) Ana: I planted ...' or 'Ana: I planted ...' -> 'I planted ...'."""
     rendered = re.sub(r"^\([^)]*\) ", "", rendered)
@@ -209,21 +228,9 @@ def test_low_information_and_first_turns_cost_no_call(tmp_path: Path) -> None:
 
 def test_worker_runs_antecedent_jobs_after_extraction(tmp_path: Path) -> None:
     fake = CableFake(queries=lambda text: ["Seattle job offer"], accept=lambda cur, old: "Seattle" in old)
-    extract = ScriptedGenerator()
-
-    class Both:
-        model_id = "test-both"
-
-        def generate_json(self, messages: Sequence[dict[str, str]], schema: dict[str, Any], **kw: Any) -> Generation:
-            props = schema.get("properties", {})
-            if "m1" in props:
-                return extract.generate_json(messages, schema, **kw)
-            if "label" in props:  # the topic layer, when the queue is empty
-                return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
-            return fake.generate_json(messages, schema, **kw)
 
     with make_store(tmp_path, CableParams(enabled=True, kb=1)) as store:  # tiny store: B would cover it all
-        stats = run_worker(store, Both(), until_empty=True)  # type: ignore[arg-type]
+        stats = run_worker(store, Enriching(fake), until_empty=True)  # type: ignore[arg-type]
         n = store.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
         assert stats.turns == n and stats.antecedent_turns == n
         assert store.conn.execute("SELECT count(*) FROM antecedent_runs").fetchone()[0] == n
@@ -235,12 +242,12 @@ def test_worker_runs_antecedent_jobs_after_extraction(tmp_path: Path) -> None:
         assert report["turns_processed"] == n and report["edges"] == stats.antecedent_edges
         # a second worker pass finds nothing left to do
         before = len(fake.calls)
-        assert run_worker(store, Both(), until_empty=True).antecedent_turns == 0  # type: ignore[arg-type]
+        assert run_worker(store, Enriching(fake), until_empty=True).antecedent_turns == 0  # type: ignore[arg-type]
         assert len(fake.calls) == before
     # off (the default) leaves the queue alone
     with Store(tmp_path / "m2.db", embedder=HashEmbedder(), settings=Settings(db=tmp_path / "m2.db")) as off:
         off.write_sessions(story())
-        s2 = run_worker(off, Both(), until_empty=True)  # type: ignore[arg-type]
+        s2 = run_worker(off, Enriching(fake), until_empty=True)  # type: ignore[arg-type]
         assert s2.antecedent_turns == 0 and s2.turns > 0
         waiting = off.conn.execute("SELECT count(*) FROM jobs WHERE kind = 'antecedent' AND state = 'pending'")
         assert waiting.fetchone()[0] == s2.turns
@@ -467,21 +474,9 @@ def test_cable_probe_runs_end_to_end_and_credits_built_links(tmp_path: Path) -> 
         queries=lambda text: [antecedents[later[text]]] if text in later else ["nothing"],
         accept=lambda cur, old: cur in later and old == antecedents[later[cur]],
     )
-    extract = ScriptedGenerator()
-
-    class Both:
-        model_id = "test-probe"
-
-        def generate_json(self, messages: Sequence[dict[str, str]], schema: dict[str, Any], **kw: Any) -> Generation:
-            props = schema.get("properties", {})
-            if "m1" in props:
-                return extract.generate_json(messages, schema, **kw)
-            if "label" in props:
-                return Generation(json.dumps({"label": "talk", "summary": "talk"}), 1, 1)
-            return fake.generate_json(messages, schema, **kw)
 
     settings = Settings(db=tmp_path / "unused.db", cable=CableParams(kb=3))
-    res = cable_probe.run(Both(), tmp_path, HashEmbedder(), settings, budget=100)  # type: ignore[arg-type]
+    res = cable_probe.run(Enriching(fake), tmp_path, HashEmbedder(), settings, budget=100)  # type: ignore[arg-type]
     assert res["cases"] == len(data["cases"]) == len(res["rows"])
     built = [r for r in res["rows"] if r["link_built"]]
     assert built, "a perfect verifier must get some expected links through"
