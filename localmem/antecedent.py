@@ -257,30 +257,43 @@ def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> 
     return True
 
 
-def cable_stats(store: Store) -> dict[str, Any]:
-    """Coverage and cost of the antecedent layer (``localmem stats``, the benchmark)."""
+def cable_totals(store: Store) -> dict[str, int]:
+    """Sums over ``antecedent_runs`` (several stores' totals add up)."""
     row = store.conn.execute(
         "SELECT count(*), sum(skipped != ''), sum(candidates), sum(accepted), sum(calls), "
         "sum(prompt_tokens), sum(generated_tokens) FROM antecedent_runs"
     ).fetchone()
-    runs, skipped, cands, accepted, calls, ptok, gtok = (int(x or 0) for x in row)
+    keys = ("runs", "skipped", "candidates", "accepted", "calls", "prompt_tokens", "generated_tokens")
+    return dict(zip(keys, (int(x or 0) for x in row), strict=True))
+
+
+def per_turn(t: dict[str, int]) -> dict[str, float]:
+    """Cost and yield per processed turn, from ``cable_totals``."""
+
+    def per(x: int) -> float:
+        return round(x / t["runs"], 3) if t["runs"] else 0.0
+
+    return {
+        "edges_per_turn": per(t["accepted"]),
+        "candidates_per_turn": per(t["candidates"]),
+        "calls_per_turn": per(t["calls"]),
+        "prompt_tokens_per_turn": per(t["prompt_tokens"]),
+        "generated_tokens_per_turn": per(t["generated_tokens"]),
+        "acceptance_rate": round(t["accepted"] / t["candidates"], 3) if t["candidates"] else 0.0,
+    }
+
+
+def cable_stats(store: Store) -> dict[str, Any]:
+    """Coverage and cost of the antecedent layer (``localmem stats``, the benchmarks)."""
+    t = cable_totals(store)
     edges = int(store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0])
     pending = int(
         store.conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (KIND,)).fetchone()[0]
     )
-
-    def per(x: int) -> float:
-        return round(x / runs, 3) if runs else 0.0
-
     return {
-        "turns_processed": runs,
-        "turns_skipped": skipped,
+        "turns_processed": t["runs"],
+        "turns_skipped": t["skipped"],
         "jobs_waiting": pending,
         "edges": edges,
-        "edges_per_turn": per(accepted),
-        "candidates_per_turn": per(cands),
-        "calls_per_turn": per(calls),
-        "prompt_tokens_per_turn": per(ptok),
-        "generated_tokens_per_turn": per(gtok),
-        "acceptance_rate": round(accepted / cands, 3) if cands else 0.0,
+        **per_turn(t),
     }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem.antecedent import cable_stats
+from localmem.antecedent import cable_totals, per_turn
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.embedding import Embedder
@@ -91,7 +91,8 @@ def run(
                         extra = [t for t in ctx.turns if t.reason == "antecedent"]
                         added[m][0] += len(extra)
                         added[m][1] += sum(t.source_id in ev for t in extra)
-            built.append({"sample": sid, "turns": store.stats()["turns"], **cable_stats(store)})
+            edges = store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0]
+            built.append({"sample": sid, "turns": store.stats()["turns"], "edges": int(edges), **cable_totals(store)})
         finally:
             store.close()
         log(f"conversation {sid}: {asked} questions so far")
@@ -126,25 +127,11 @@ def run(
 def _cable_summary(built: list[dict[str, Any]]) -> dict[str, Any]:
     """CABLE's construction over the conversations: per processed turn, edges,
     candidates and model calls (conversations without antecedent runs are left out)."""
-    done = [b for b in built if b["turns_processed"]]
+    done = [b for b in built if b["runs"]]
     if not done:
         return {}
-    runs = int(sum(b["turns_processed"] for b in done))
-
-    def per(key: str) -> float:
-        return round(float(sum(b[key] * b["turns_processed"] for b in done)) / runs, 3)
-
-    return {
-        "conversations": len(done),
-        "turns_processed": runs,
-        "edges": sum(b["edges"] for b in done),
-        **{k: per(k) for k in ("edges_per_turn", "candidates_per_turn", "calls_per_turn", "prompt_tokens_per_turn")},
-        "acceptance_rate": round(
-            sum(b["edges_per_turn"] * b["turns_processed"] for b in done)
-            / max(1e-9, sum(b["candidates_per_turn"] * b["turns_processed"] for b in done)),
-            3,
-        ),
-    }
+    totals = {k: sum(int(b[k]) for b in done) for k in done[0] if k not in ("sample", "turns")}
+    return {"conversations": len(done), "turns_processed": totals["runs"], "edges": totals["edges"], **per_turn(totals)}
 
 
 def table(result: dict[str, Any]) -> str:
