@@ -63,7 +63,7 @@ class EvidenceTurn:
 
 @dataclass(frozen=True)
 class Context:
-    """The result of ``Store.reconstruct``: prompt-ready text plus structured evidence."""
+    """The result of ``reconstruct``: prompt-ready text plus structured evidence."""
 
     query: str
     text: str

@@ -16,7 +16,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import apsw
 
 from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
-from localmem.store import Store
+from localmem.memory import generator, open_store
 
 log = logging.getLogger("localmem.mcp")
 TOKEN_ENV = "LOCALMEM_MCP_TOKEN"
@@ -40,22 +39,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def open_store(settings: Settings, attempts: int = 6) -> Store:
-    """Open (create, migrate) the store; another process opening the same new file at
-    the same moment can briefly hold the lock that switching to WAL needs."""
-    from localmem.models import default_embedder
-
-    embedder = default_embedder(settings.embedder)
-    for i in range(attempts):
-        try:
-            return Store(settings.db, embedder=embedder, settings=settings)
-        except (apsw.BusyError, apsw.LockedError):
-            if i == attempts - 1:
-                raise
-            time.sleep(0.2 * 2**i)
-    raise AssertionError("unreachable")
 
 
 class BearerAuth:
@@ -114,14 +97,13 @@ def serve(
         raise ConfigError(f"unknown transport {transport!r}: stdio or http")
     if transport == "http" and not is_loopback(host) and not token:
         raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}")
-    from localmem.llm import generator_for
     from mcp_server.server import build_server
 
-    generator = generator_for(settings) if settings.model else None
+    model = generator(settings) if settings.model else None
     stop = threading.Event()
     with open_store(settings) as store:
         watcher = _start_watcher(settings, watch, stop) if watch else None
-        server = build_server(store, generator=generator, worker=worker)
+        server = build_server(store, generator=model, worker=worker)
         log.info("localmem MCP server on %s (%s)", settings.db, transport)
         try:
             if transport == "stdio":

@@ -20,8 +20,8 @@ from mcp.types import ToolAnnotations
 
 from localmem import __version__, toolkit
 from localmem.errors import LocalmemError, NotFound
-from localmem.llm import Generator
-from localmem.store import Store
+from localmem.models.llm import Generator
+from localmem.storage.store import Store
 from mcp_server import tools
 from mcp_server.state import AppState
 

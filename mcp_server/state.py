@@ -27,8 +27,8 @@ import apsw
 from mcp.server.mcpserver.exceptions import ToolError
 
 from localmem.errors import LocalmemError, ModelError
-from localmem.llm import Generator
-from localmem.store import Store
+from localmem.models.llm import Generator
+from localmem.storage.store import Store
 
 log = logging.getLogger("localmem.mcp")
 R = TypeVar("R")
@@ -106,7 +106,7 @@ class AppState:
         self.worker.running = False
 
     def _work(self) -> None:
-        from localmem.jobs import run_worker
+        from localmem.enrichment.worker import run_worker
 
         assert self.generator is not None
         try:

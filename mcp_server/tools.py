@@ -20,10 +20,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from localmem import toolkit
-from localmem.enrich import layer_stats
+from localmem.enrichment.layers import layer_stats
 from localmem.records import TurnIn
-from localmem.store import Store
-from localmem.text import parse_time
+from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
+from localmem.storage.store import Store
+from localmem.util.text import parse_time
 from mcp_server.state import AppState
 
 Ctx = Context[AppState, Any]
@@ -88,7 +89,7 @@ async def reconstruct(
 ) -> dict[str, Any]:
     st = _state(ctx)
     budget = min(budget_tokens, st.store.settings.max_budget_tokens)
-    c = await st.call(st.store.reconstruct, query, budget, as_of=as_of, scope=scope)
+    c = await st.call(reconstruct_context, st.store, query, budget, as_of=as_of, scope=scope)
     return {
         "text": c.text,
         "tokens": c.tokens,
@@ -390,7 +391,7 @@ async def answer(
     as_of: When = None,
     scope: Scope = None,
 ) -> dict[str, Any]:
-    from localmem.answer import answer as run_answer
+    from localmem.answering.answer import answer as run_answer
 
     st = _state(ctx)
     assert st.generator is not None

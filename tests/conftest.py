@@ -16,9 +16,9 @@ import pytest
 
 from localmem.config import Settings
 from localmem.errors import ModelError
-from localmem.llm import Generation
+from localmem.models.llm import Generation
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
+from localmem.storage.store import Store
 
 
 class HashEmbedder:

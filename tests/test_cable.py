@@ -13,13 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from localmem import antecedent
-from localmem.antecedent_prompts import FALLBACK, FOCUS, GENERIC
 from localmem.config import CableParams, RetrievalParams, Settings
-from localmem.jobs import claim, run_worker
-from localmem.llm import Generation
+from localmem.enrichment import antecedent
+from localmem.enrichment.antecedent_prompts import FALLBACK, FOCUS, GENERIC
+from localmem.enrichment.worker import run_worker
+from localmem.models.llm import Generation
 from localmem.records import SessionIn
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.queue import claim
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 
@@ -296,13 +298,13 @@ def expansion_store(tmp_path: Path, n_links: int = 2, **retrieval: Any) -> Store
 
 def no_model_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any way the read path could reach a chat model now fails the test."""
-    from localmem import llm
+    from localmem.models import llm, registry
 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("a model was called at read time")
 
     monkeypatch.setattr(llm, "get_generator", boom)
-    monkeypatch.setattr(llm, "generator_for", boom)
+    monkeypatch.setattr(registry, "generator_for", boom)
     monkeypatch.setattr(llm.LlamaGenerator, "generate_json", boom)
 
 
@@ -314,7 +316,7 @@ def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path, monkeyp
         link(store, "new:0", "old:1", "later consequence")  # out-edge (direction only matters for why)
         q = "How long is the ferry commute?"
         off = replace(store.settings.retrieval, cable=False)
-        base = store.reconstruct(q, 2000)
+        base = reconstruct(store, q, 2000)
         got = {t.turn_id: t for t in base.turns}
         assert got[tid(store, "old:0")].reason == "antecedent"
         assert "earlier context of turn" in got[tid(store, "old:0")].why
@@ -324,7 +326,7 @@ def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path, monkeyp
         assert tid(store, "old:2") not in got  # not linked
         assert base.stats["antecedent"] == 2
         store.settings = replace(store.settings, retrieval=off)
-        plain = store.reconstruct(q, 2000)
+        plain = reconstruct(store, q, 2000)
         assert {tid(store, "old:0"), tid(store, "old:1")}.isdisjoint(t.turn_id for t in plain.turns)
     assert gen.calls == []  # reading never calls a model
 
@@ -332,14 +334,14 @@ def test_expansion_follows_in_and_out_edges_with_reasons(tmp_path: Path, monkeyp
 def test_expansion_respects_tau(tmp_path: Path) -> None:
     with expansion_store(tmp_path, temporal_window=0, cable_tau=0.99) as store:
         link(store, "old:0", "new:0")
-        ctx = store.reconstruct("How long is the ferry commute?", 2000)
+        ctx = reconstruct(store, "How long is the ferry commute?", 2000)
         assert all(t.reason != "antecedent" for t in ctx.turns)
 
 
 def test_expansion_novelty_filter_theta(tmp_path: Path) -> None:
-    from localmem.expansion import expand
-    from localmem.reconstruct import Candidate
-    from localmem.search import turn_rows
+    from localmem.retrieval.cable import expand
+    from localmem.retrieval.packing import Candidate
+    from localmem.storage.queries import turn_rows
 
     with expansion_store(tmp_path, temporal_window=0) as store:
         store.write_sessions(
@@ -369,17 +371,17 @@ def test_expansion_budget_of_five_and_token_budget_replacing(tmp_path: Path) -> 
     ) as store:
         for i in range(8):
             link(store, f"old:{i}", "new:0")
-        ctx = store.reconstruct(q, 2000)
+        ctx = reconstruct(store, q, 2000)
         added = [t for t in ctx.turns if t.reason == "antecedent"]
         assert len(added) == 5 and ctx.stats["antecedent"] == 5
         # a budget the model-free result fills: antecedent turns must replace, not append
         store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=False))
-        full = store.reconstruct(q, 2000)
+        full = reconstruct(store, q, 2000)
         budget = full.tokens + 2
-        plain = store.reconstruct(q, budget)
+        plain = reconstruct(store, q, budget)
         assert len(plain.turns) == len(full.turns) >= 2
         store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=True))
-        tight = store.reconstruct(q, budget)
+        tight = reconstruct(store, q, budget)
         assert tight.tokens <= budget
         added = [t for t in tight.turns if t.reason == "antecedent"]
         assert added, "an antecedent turn must fit by replacing"
@@ -396,12 +398,12 @@ def test_expansion_never_replaces_likely_evidence(tmp_path: Path) -> None:
         for i in range(8):
             link(store, f"old:{i}", "new:0")
         store.settings = replace(store.settings, retrieval=replace(store.settings.retrieval, cable=False))
-        full = store.reconstruct(q, 2000)
+        full = reconstruct(store, q, 2000)
         budget = full.tokens + 2
         for keep_p in (1.0, 0.0):
             r = replace(store.settings.retrieval, cable=True, cable_keep_p=keep_p)
             store.settings = replace(store.settings, retrieval=r)
-            ctx = store.reconstruct(q, budget)
+            ctx = reconstruct(store, q, budget)
             kept = {t.turn_id for t in ctx.turns}
             lost = [t for t in full.turns if t.turn_id not in kept]
             if keep_p == 1.0:
@@ -411,12 +413,12 @@ def test_expansion_never_replaces_likely_evidence(tmp_path: Path) -> None:
 
 
 def test_expansion_takes_at_most_its_share_of_the_budget(tmp_path: Path) -> None:
-    from localmem.text import tokens_for_words, words_for_tokens
+    from localmem.util.text import tokens_for_words, words_for_tokens
 
     with expansion_store(tmp_path, n_links=8, temporal_window=0, cable_share=0.1) as store:
         for i in range(8):
             link(store, f"old:{i}", "new:0")
-        ctx = store.reconstruct("ferry commute forty minutes", 200)
+        ctx = reconstruct(store, "ferry commute forty minutes", 200)
         added = [t for t in ctx.turns if t.reason == "antecedent"]
         words = sum(len(f"{t.speaker}: {t.text}".split()) for t in added)
         assert added and words <= 0.1 * words_for_tokens(200)
@@ -427,9 +429,9 @@ def test_expansion_respects_as_of(tmp_path: Path) -> None:
     with expansion_store(tmp_path, temporal_window=0) as store:
         store.write_sessions([session("later", "2025-01-01T00:00:00", ("Ana", "Sold the car, ferry only now."))])
         link(store, "new:0", "later:0")
-        ctx = store.reconstruct("ferry commute forty minutes", 2000, as_of="2024-06-01")
+        ctx = reconstruct(store, "ferry commute forty minutes", 2000, as_of="2024-06-01")
         assert tid(store, "later:0") not in [t.turn_id for t in ctx.turns]
-        ctx2 = store.reconstruct("ferry commute forty minutes", 2000)
+        ctx2 = reconstruct(store, "ferry commute forty minutes", 2000)
         assert tid(store, "later:0") in [t.turn_id for t in ctx2.turns]
 
 
@@ -490,8 +492,8 @@ def test_cable_probe_runs_end_to_end_and_credits_built_links(tmp_path: Path) -> 
 def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real llama.cpp path: extraction, then CABLE's construction, then reading."""
     pytest.importorskip("llama_cpp")
-    from localmem import llm
     from localmem.errors import ModelError
+    from localmem.models import llm
 
     try:
         gen = llm.get_generator(None, n_ctx=2048, n_threads=1)
@@ -514,7 +516,7 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
             raise AssertionError("a model was called at read time")
 
         monkeypatch.setattr(gen, "generate_json", boom)  # the shared instance: restored after the test
-        ctx = store.reconstruct("Why was Ana packing boxes?", 300)
+        ctx = reconstruct(store, "Why was Ana packing boxes?", 300)
         assert ctx.tokens <= 300 and ctx.turns
 
 

@@ -163,7 +163,7 @@ def test_cable_flags_reach_the_read_path(tmp_path: Path) -> None:
     bad = run("query", "half marathon", "--cable-budget", "-1", db=db, check=False)
     assert bad.returncode != 0 and "cable_budget" in bad.stderr
     assert "--no-verification" in run("enrich", "--help").stdout
-    from localmem import cable_flags
+    from localmem.cli import cable_flags
     from localmem.config import Settings
 
     serve = build_parser().parse_args(["serve", "--cable"])

@@ -5,8 +5,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import db
 from localmem.errors import SchemaError
+from localmem.storage import db
 
 
 def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:

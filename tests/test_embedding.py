@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from localmem.embedding import Embedder, OnnxMiniLM, length_batches
 from localmem.errors import ModelError
+from localmem.models.embedding import Embedder, OnnxMiniLM, length_batches
 
 TEXTS = [
     "I adopted a puppy from the shelter last weekend.",
@@ -141,14 +141,14 @@ def _minilm_dir() -> Path:
 @pytest.fixture(scope="module")
 def minilm_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from localmem.gguf_embedding import convert_minilm_to_gguf
+    from localmem.models.gguf_embedding import convert_minilm_to_gguf
 
     out = tmp_path_factory.mktemp("gguf") / "all-MiniLM-L6-v2-f16.gguf"
     return convert_minilm_to_gguf(_minilm_dir(), out, dtype="f16")
 
 
 def test_gguf_agrees_with_onnx(minilm_gguf: Path, onnx: OnnxMiniLM) -> None:
-    from localmem.gguf_embedding import GGUFEmbedder
+    from localmem.models.gguf_embedding import GGUFEmbedder
 
     g = GGUFEmbedder(minilm_gguf, threads=2)
     assert isinstance(g, Embedder)
@@ -169,7 +169,7 @@ def test_gguf_agrees_with_onnx(minilm_gguf: Path, onnx: OnnxMiniLM) -> None:
 
 def test_gguf_q8_0_agrees_with_onnx(tmp_path: Path, onnx: OnnxMiniLM) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from localmem.gguf_embedding import GGUFEmbedder, convert_minilm_to_gguf
+    from localmem.models.gguf_embedding import GGUFEmbedder, convert_minilm_to_gguf
 
     path = convert_minilm_to_gguf(_minilm_dir(), tmp_path / "minilm-q8_0.gguf", dtype="q8_0")
     g = GGUFEmbedder(path, threads=2)
@@ -179,7 +179,7 @@ def test_gguf_q8_0_agrees_with_onnx(tmp_path: Path, onnx: OnnxMiniLM) -> None:
 
 
 def test_gguf_model_ids_differ_per_file(minilm_gguf: Path, tmp_path: Path) -> None:
-    from localmem.gguf_embedding import GGUFEmbedder
+    from localmem.models.gguf_embedding import GGUFEmbedder
 
     copy = tmp_path / "other-name.gguf"
     copy.write_bytes(minilm_gguf.read_bytes())
@@ -190,7 +190,7 @@ def test_gguf_model_ids_differ_per_file(minilm_gguf: Path, tmp_path: Path) -> No
 
 def test_gguf_missing_file_is_model_error(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python not installed")
-    from localmem.gguf_embedding import GGUFEmbedder
+    from localmem.models.gguf_embedding import GGUFEmbedder
 
     with pytest.raises(ModelError):
         GGUFEmbedder(tmp_path / "absent.gguf")

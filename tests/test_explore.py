@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from localmem import cli
+from localmem.answering.explore import ANSWER_SCHEMA, TOOLS, explore, navigate_schema, validate
 from localmem.errors import ModelError
-from localmem.explore import ANSWER_SCHEMA, TOOLS, explore, navigate_schema, validate
-from localmem.llm import Generation
+from localmem.models.llm import Generation
 from localmem.records import SessionIn
-from localmem.store import Store
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder
 
@@ -160,14 +160,14 @@ def test_validate_and_schema_cover_every_tool() -> None:
 def test_cli_explore_and_answer(
     filled: Store, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import localmem.llm
-    import localmem.models
+    import localmem.models.llm
+    import localmem.models.registry
 
     db = str(filled.path)
     filled.close()
     model = FakeModel(lambda i, _p: nav(done=True), {"answer": "tomatoes", "support": [1], "confidence": 0.5})
-    monkeypatch.setattr(localmem.llm, "generator_for", lambda settings, m=None: model)
-    monkeypatch.setattr(localmem.models, "default_embedder", lambda spec="default": HashEmbedder())
+    monkeypatch.setattr(localmem.models.registry, "generator_for", lambda settings, m=None: model)
+    monkeypatch.setattr(localmem.models.registry, "default_embedder", lambda spec="default": HashEmbedder())
     assert cli.main(["--db", db, "explore", "What did Ana plant?", "--json", "--rounds", "2"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["answer"] == "tomatoes" and out["stop_reason"] == "done" and out["trace"]
@@ -181,7 +181,7 @@ def test_cli_explore_and_answer(
 
 def test_smollm2_explores_end_to_end(filled: Store) -> None:
     pytest.importorskip("llama_cpp")
-    from localmem import llm
+    from localmem.models import llm
 
     try:
         gen = llm.get_generator(None, n_ctx=4096, n_threads=1)

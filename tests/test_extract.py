@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from localmem import dates
-from localmem.extract import TurnInput, extract, ground_entry, parse, schema
-from localmem.grounding import candidate_phrases, ground, keyword_memory_type, low_information
+from localmem.enrichment.extract import TurnInput, extract, ground_entry, parse, schema
+from localmem.enrichment.grounding import candidate_phrases, ground, keyword_memory_type, low_information
+from localmem.util import dates
 
 from .conftest import ScriptedGenerator
 

@@ -20,7 +20,7 @@ import pytest
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import runner, state
-from localmem.store import Store
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder
 
@@ -164,14 +164,14 @@ DRIVER = """
 import sys, time
 sys.path.insert(0, {root!r})
 from tests.conftest import HashEmbedder
-import localmem.models
+import localmem.models.registry
 
 class Slow(HashEmbedder):
     def embed(self, texts):
         time.sleep({delay})
         return super().embed(texts)
 
-localmem.models.default_embedder = lambda spec="default": Slow()
+localmem.models.registry.default_embedder = lambda spec="default": Slow()
 from localmem.cli import main
 sys.exit(main(sys.argv[1:]))
 """

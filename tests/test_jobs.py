@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from localmem import jobs
 from localmem.config import Settings
-from localmem.enrich import layer_stats
+from localmem.enrichment.layers import layer_stats
+from localmem.enrichment.worker import run_worker
 from localmem.records import SessionIn
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import queue as jobs
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 
@@ -53,7 +55,7 @@ def test_write_queues_one_job_per_new_turn(store: Store, garden_sessions: list[S
 def test_worker_stores_grounded_cues_tags_types_and_index_rows(store: Store) -> None:
     store.write_sessions([story(4)])
     gen = ScriptedGenerator()
-    stats = jobs.run_worker(store, gen, until_empty=True, batch=6)
+    stats = run_worker(store, gen, until_empty=True, batch=6)
     assert stats.turns == 4 and stats.calls == 1  # one call for the four turns of the session
     assert jobs.counts(store.conn)["done"] == 4
     cues = extracted(store)
@@ -79,7 +81,7 @@ def test_worker_stores_grounded_cues_tags_types_and_index_rows(store: Store) -> 
     assert e["cues_rejected"] == 4 and e["cues_kept"] == n  # one invented keyword per turn
     # the cue mirror sees the new cues, and a query naming one finds its turn
     assert len(store.mirror("cue").ids) == store.conn.execute("SELECT count(*) FROM cues").fetchone()[0]
-    ctx = store.reconstruct("Who is Oscar2?", budget_tokens=60)
+    ctx = reconstruct(store, "Who is Oscar2?", budget_tokens=60)
     assert any("Oscar2" in t.text for t in ctx.turns)
 
 
@@ -88,14 +90,14 @@ def test_each_turn_is_enriched_exactly_once(store: Store) -> None:
     gen = ScriptedGenerator()
     first = jobs.claim(store.conn, 6, owner="elsewhere:1", lease_s=-1)  # a claim that has already lapsed
     assert len(first) == 4
-    jobs.run_worker(store, gen, until_empty=True)  # takes them over
+    run_worker(store, gen, until_empty=True)  # takes them over
     before = extracted(store)
-    from localmem.enrich import enrich_jobs
+    from localmem.enrichment.enrich import enrich_jobs
 
     # the first owner comes back late with its results: they are dropped
     assert enrich_jobs(store, gen, first) == 0
     store.conn.execute("UPDATE jobs SET state = 'pending'")
-    jobs.run_worker(store, gen, until_empty=True)  # a re-queued turn is not written twice
+    run_worker(store, gen, until_empty=True)  # a re-queued turn is not written twice
     assert extracted(store) == before
     assert store.conn.execute("SELECT count(*) FROM turn_enrichment").fetchone()[0] == 4
 
@@ -112,7 +114,7 @@ def test_failures_back_off_then_park_and_stats_show_it(store: Store, monkeypatch
         return ScriptedGenerator.keywords_from_capitals(turns)
 
     monkeypatch.setattr(jobs, "BACKOFF_S", 0.0)
-    stats = jobs.run_worker(store, ScriptedGenerator(script), until_empty=True, max_attempts=2)
+    stats = run_worker(store, ScriptedGenerator(script), until_empty=True, max_attempts=2)
     assert stats.turns == 2 and stats.parked == 1
     assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 2, "parked": 1}
     (p,) = layer_stats(store)["parked"]
@@ -125,7 +127,7 @@ def test_backoff_delays_the_retry(store: Store) -> None:
     from .conftest import failing_script
 
     store.write_sessions([session("s", "2024-01-01T10:00:00", ("Ana", "I met Oscar in Rome."))])
-    stats = jobs.run_worker(store, ScriptedGenerator(failing_script), until_empty=True)
+    stats = run_worker(store, ScriptedGenerator(failing_script), until_empty=True)
     assert stats.failed == 1 and jobs.counts(store.conn)["pending"] == 1
     assert jobs.claim(store.conn, 5) == []  # not before its back-off
 
@@ -135,8 +137,8 @@ WORKER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, {repo!r})
     from localmem.config import Settings
-    from localmem.jobs import run_worker
-    from localmem.store import Store
+    from localmem.enrichment.worker import run_worker
+    from localmem.storage.store import Store
     from tests.conftest import HashEmbedder, ScriptedGenerator
 
     def slow(turns):
@@ -174,7 +176,7 @@ def test_worker_killed_mid_batch_loses_nothing_and_enriches_once(tmp_path: Path)
         if proc.poll() is None:
             proc.kill()
     assert jobs.counts(store.conn)["running"] > 0  # claimed by a process that is gone
-    stats = jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+    stats = run_worker(store, ScriptedGenerator(), until_empty=True)
     assert stats.turns > 0
     assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 12, "parked": 0}
     assert store.conn.execute("SELECT count(*) FROM turn_enrichment").fetchone()[0] == 12
@@ -212,27 +214,27 @@ def test_a_model_that_cannot_load_claims_nothing(store: Store) -> None:
 
     store.write_sessions([story(2)])
     with pytest.raises(ModelError):
-        jobs.run_worker(store, Broken(), until_empty=True)
+        run_worker(store, Broken(), until_empty=True)
     assert jobs.counts(store.conn) == {"pending": 2, "running": 0, "done": 0, "parked": 0}
 
 
 def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
     """Every turn is in a topic but the theme pass still has work (it never ran, or a
     forget left a theme to relabel): the idle worker runs it, and stats count it."""
-    from localmem.topics import run_topics
+    from localmem.enrichment.worker import run_topics
 
     from .test_themes import ConceptEmbedder, six_sessions
 
     with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as store:
         store.write_sessions(six_sessions())
         run_topics(store, themes=False)
-        jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+        run_worker(store, ScriptedGenerator(), until_empty=True)
         assert (store.stats()["topics"], store.stats()["themes"]) == (6, 2)
         theme = store.conn.execute("SELECT id FROM topics WHERE kind = 'theme' ORDER BY id").fetchone()[0]
         one = store.conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ? LIMIT 1", (theme,)).fetchone()
         store.forget([one[0]])
         assert store.conn.execute("SELECT themed FROM topics WHERE id = ?", (theme,)).fetchone()[0] == 0
-        jobs.run_worker(store, ScriptedGenerator(), until_empty=True)
+        run_worker(store, ScriptedGenerator(), until_empty=True)
         assert store.conn.execute("SELECT count(*) FROM topics WHERE themed = 0").fetchone()[0] == 0
 
 
@@ -248,7 +250,7 @@ def test_watch_runs_the_worker_only_when_a_model_is_configured(tmp_path: Path) -
     with pytest.raises(ModelError, match="model file not found"):
         _watch_worker(missing)
     pytest.importorskip("llama_cpp")
-    from localmem.llm import embedded_model_path
+    from localmem.models.llm import embedded_model_path
 
     loop = _watch_worker(Settings(db=tmp_path / "a.db", model=str(embedded_model_path())))
     assert callable(loop)
@@ -268,12 +270,12 @@ def test_extracted_cues_never_change_the_model_free_scores(tmp_path: Path, garde
     rich = Store(tmp_path / "rich.db", embedder=HashEmbedder(), settings=Settings(db=tmp_path / "rich.db"))
     for s in (plain, rich):
         s.write_sessions(garden_sessions)
-    jobs.run_worker(rich, ScriptedGenerator(), until_empty=True)
+    run_worker(rich, ScriptedGenerator(), until_empty=True)
     assert rich.conn.execute("SELECT count(*) FROM cues WHERE kind = 'keyword'").fetchone()[0] > 0
 
     def ask(s: Store, mode: str, q: str, budget: int) -> dict[str, float]:
         s.settings = replace(s.settings, retrieval=RetrievalParams(extracted_cues=mode))
-        return {t.text: t.score for t in s.reconstruct(q, budget_tokens=budget).turns}
+        return {t.text: t.score for t in reconstruct(s, q, budget_tokens=budget).turns}
 
     for q in ("What did Ana plant next to the tomatoes?", "Where did Ben take the bike?", "Main Street"):
         for budget in (20, 40, 80, 4000):

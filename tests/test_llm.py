@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from localmem import llm
+from localmem.enrichment.extract import TurnInput, extract, messages, parse, schema
+from localmem.enrichment.grounding import ground
 from localmem.errors import ModelError
-from localmem.extract import TurnInput, extract, messages, parse, schema
-from localmem.grounding import ground
-from localmem.llm import Generation, LlamaGenerator
+from localmem.models import llm
+from localmem.models.llm import Generation, LlamaGenerator
 
 pytest.importorskip("llama_cpp")
 

@@ -15,12 +15,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from localmem import db
 from localmem.config import Settings
-from localmem.jobs import run_worker
+from localmem.enrichment.worker import run_topics, run_worker
 from localmem.records import SessionIn
-from localmem.store import Store
-from localmem.topics import run_topics
+from localmem.storage import db
+from localmem.storage.store import Store
 from mcp_server import build_server, clientconfig
 from tests.conftest import ScriptedGenerator
 from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
@@ -246,7 +245,7 @@ async def test_answer_tool_with_a_scripted_model(mem: Store) -> None:
     class Answerer(ScriptedGenerator):
         def generate_json(self, messages: Any, schema: Any, *, max_tokens: int, temperature: float) -> Any:
             seen.append(messages[-1]["content"])
-            from localmem.llm import Generation
+            from localmem.models.llm import Generation
 
             return Generation(json.dumps({"answer": "On Main Street."}), 10, 4)
 

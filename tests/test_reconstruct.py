@@ -5,11 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from localmem.errors import InputError
-from localmem.reconstruct import Candidate, pack, render, rrf
 from localmem.records import SessionIn
-from localmem.search import TurnRow
-from localmem.store import Store
-from localmem.text import count_tokens
+from localmem.retrieval.packing import Candidate, pack, render, rrf
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.queries import TurnRow
+from localmem.storage.store import Store
+from localmem.util.text import count_tokens
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -64,7 +65,7 @@ def test_pack_prefers_higher_scores_and_skips_what_does_not_fit() -> None:
 def test_reconstruct_budget_order_and_evidence(store: Store, garden_sessions: list[SessionIn]) -> None:
     store.write_sessions(garden_sessions)
     for budget in (15, 40, 80, 400):
-        ctx = store.reconstruct("When did Ana plant tomatoes?", budget)
+        ctx = reconstruct(store, "When did Ana plant tomatoes?", budget)
         assert ctx.tokens <= budget
         assert ctx.tokens == count_tokens(ctx.text)
         times = [(t.timestamp, t.turn_id) for t in ctx.turns]
@@ -72,16 +73,16 @@ def test_reconstruct_budget_order_and_evidence(store: Store, garden_sessions: li
         for t in ctx.turns:
             assert t.text in ctx.text
             assert t.reason in {"anchor", "temporal", "semantic"}
-    ctx = store.reconstruct("When did Ana plant tomatoes?", 400)
+    ctx = reconstruct(store, "When did Ana plant tomatoes?", 400)
     assert "I planted tomatoes in the garden today. They need sun." in ctx.text
     assert "# 2024-01-05 10:00 (session s1)" in ctx.text
 
 
 def test_as_of_hides_later_turns(store: Store, garden_sessions: list[SessionIn]) -> None:
     store.write_sessions(garden_sessions)
-    ctx = store.reconstruct("tomatoes", 1000, as_of="2024-02-01")
+    ctx = reconstruct(store, "tomatoes", 1000, as_of="2024-02-01")
     assert ctx.turns and all(t.timestamp <= "2024-02-01" for t in ctx.turns if t.timestamp)
-    ctx = store.reconstruct("tomatoes", 1000, as_of="2024/02/01 (Thu) 00:00")
+    ctx = reconstruct(store, "tomatoes", 1000, as_of="2024/02/01 (Thu) 00:00")
     assert all(t.session == "s1" for t in ctx.turns)
 
 
@@ -89,35 +90,35 @@ def test_scope_limits_to_one_source(store: Store, garden_sessions: list[SessionI
     store.write_sessions(garden_sessions)
     other = SessionIn(key="o1", turns=garden_sessions[0].turns, started_at="2024-05-01", source="other")
     store.write_sessions([other])
-    ctx = store.reconstruct("tomatoes garden", 1000, scope="other")
+    ctx = reconstruct(store, "tomatoes garden", 1000, scope="other")
     assert ctx.turns and all(t.session == "o1" for t in ctx.turns)
 
 
 def test_bad_arguments_are_input_errors(store: Store) -> None:
     with pytest.raises(InputError):
-        store.reconstruct("  ")
+        reconstruct(store, "  ")
     with pytest.raises(InputError):
-        store.reconstruct("q", 0)
+        reconstruct(store, "q", 0)
     with pytest.raises(InputError, match="as_of"):
-        store.reconstruct("q", 100, as_of="yesterday-ish")
+        reconstruct(store, "q", 100, as_of="yesterday-ish")
     with pytest.raises(InputError, match="cap"):
-        store.reconstruct("q", 10**9)
+        reconstruct(store, "q", 10**9)
 
 
 def test_empty_store_gives_empty_context(store: Store) -> None:
-    ctx = store.reconstruct("anything at all", 500)
+    ctx = reconstruct(store, "anything at all", 500)
     assert ctx.text == "" and ctx.turns == () and ctx.tokens == 0
 
 
 def test_common_query_terms_are_left_out_unless_nothing_remains(store: Store, garden_sessions: list[SessionIn]) -> None:
-    from localmem import search
+    from localmem.storage import queries
 
     store.write_sessions(garden_sessions)
     texts = dict(store.conn.execute("SELECT id, text FROM turns").fetchall())
-    every, _ = search.lexical(store.conn, "turns_fts", "Ana tomatoes")
-    rare, _ = search.lexical(store.conn, "turns_fts", "Ana tomatoes", common=(0.4, len(texts)))
+    every, _ = queries.lexical(store.conn, "turns_fts", "Ana tomatoes")
+    rare, _ = queries.lexical(store.conn, "turns_fts", "Ana tomatoes", common=(0.4, len(texts)))
     # "Ana" is in half the turns (as speaker), "tomatoes" in three of eight
     assert {texts[int(i)] for i in rare} == {t for t in texts.values() if "tomatoes" in t.lower()}
     assert set(rare.tolist()) < set(every.tolist())
-    alone, _ = search.lexical(store.conn, "turns_fts", "Ana", common=(0.1, len(texts)))
+    alone, _ = queries.lexical(store.conn, "turns_fts", "Ana", common=(0.1, len(texts)))
     assert len(alone) == 4  # the only term is kept even though it is common

@@ -8,7 +8,8 @@ import pytest
 from localmem.config import Settings
 from localmem.errors import EmbedderMismatch, InputError
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder
 
@@ -120,7 +121,7 @@ def test_embedder_mismatch_is_refused_then_reindexed(tmp_path: Path, garden_sess
         assert s.reindex() == 8
     with Store(path, embedder=HashEmbedder(32, "model-b"), settings=Settings(db=path)) as s:
         assert s.stats()["embedder"] == "model-b"
-        assert s.reconstruct("tomatoes garden", 200).turns
+        assert reconstruct(s, "tomatoes garden", 200).turns
 
 
 def test_bad_turns_store_nothing(store: Store, garden_sessions: list[SessionIn]) -> None:
@@ -150,7 +151,7 @@ def _vectors(store: Store) -> dict[tuple[str, int], bytes]:
 
 
 def test_reindex_embeds_like_the_write_path(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
-    from localmem.embedding import OnnxMiniLM
+    from localmem.models.embedding import OnnxMiniLM
 
     path = tmp_path / "m.db"
     emb = OnnxMiniLM()  # span-pooled statement cues: reindex must pool them the same way

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from localmem.text import count_tokens, fts_query, parse_time, sentence_spans, words_for_tokens
+from localmem.util.text import count_tokens, fts_query, parse_time, sentence_spans, words_for_tokens
 
 
 @given(st.text(max_size=400))

@@ -12,14 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from localmem import db, themes, toolkit
+from localmem import toolkit
 from localmem.config import Settings
-from localmem.enrich import layer_stats
+from localmem.enrichment import themes
+from localmem.enrichment.layers import layer_stats
+from localmem.enrichment.themes import run_themes
+from localmem.enrichment.worker import run_topics
 from localmem.errors import ModelError
 from localmem.records import SessionIn
-from localmem.store import Store
-from localmem.themes import run_themes
-from localmem.topics import run_topics
+from localmem.storage import db
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from localmem import db, toolkit
+from localmem import toolkit
 from localmem.config import Settings
+from localmem.enrichment.worker import run_topics, run_worker
 from localmem.errors import InputError, NotFound
-from localmem.jobs import run_worker
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
-from localmem.topics import run_topics
+from localmem.storage import db
+from localmem.storage.store import Store
 from tests.conftest import ScriptedGenerator
 from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
 

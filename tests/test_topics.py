@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 from localmem import toolkit
+from localmem.enrichment.topics import KIND
+from localmem.enrichment.worker import run_topics
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
-from localmem.topics import KIND, run_topics
+from localmem.storage.store import Store
 
 from .conftest import ScriptedGenerator
 
@@ -67,7 +68,7 @@ def test_topics_with_a_model_and_a_broken_one(store: Store, garden_sessions: lis
 def test_worker_runs_the_topic_layer_once_extraction_is_done(
     store: Store, garden_sessions: list[SessionIn], scripted: ScriptedGenerator
 ) -> None:
-    from localmem.jobs import run_worker
+    from localmem.enrichment.worker import run_worker
 
     store.write_sessions(garden_sessions)
     run_worker(store, scripted, until_empty=True)

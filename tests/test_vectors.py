@@ -6,7 +6,7 @@ import numpy as np
 
 from localmem.config import Settings
 from localmem.records import SessionIn
-from localmem.store import Store
+from localmem.storage.store import Store
 
 from .conftest import HashEmbedder
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from localmem.records import Context
+from localmem.retrieval.reconstruct import reconstruct
 
 if TYPE_CHECKING:
-    from localmem.llm import Generator
-    from localmem.store import Store
+    from localmem.models.llm import Generator
+    from localmem.storage.store import Store
 
 MAX_ANSWER_TOKENS = 200
 SYSTEM_PROMPT = """You answer questions about past conversations using only the memory excerpts given.
@@ -71,7 +72,7 @@ def answer(
     scope: str | None = None,
 ) -> Answer:
     """Reconstruct the context for ``question`` and let ``gen`` answer from it."""
-    ctx = store.reconstruct(question, budget_tokens, as_of=as_of, scope=scope)
+    ctx = reconstruct(store, question, budget_tokens, as_of=as_of, scope=scope)
     out = gen.generate_json(messages(question, ctx, as_of), SCHEMA, max_tokens=MAX_ANSWER_TOKENS, temperature=0.0)
     try:
         data = json.loads(out.text)

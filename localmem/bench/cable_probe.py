@@ -24,18 +24,20 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localmem import antecedent
-from localmem.antecedent import cable_stats
-from localmem.antecedent_prompts import line
 from localmem.bench.metrics import localmem_nocable
 from localmem.config import Settings
-from localmem.embedding import Embedder
-from localmem.enrich import enrich_jobs
+from localmem.enrichment import antecedent
+from localmem.enrichment.antecedent import cable_stats
+from localmem.enrichment.antecedent_prompts import line
+from localmem.enrichment.enrich import enrich_jobs
+from localmem.enrichment.stats import WorkerStats
 from localmem.errors import InputError
-from localmem.jobs import WorkerStats, claim
-from localmem.llm import Generator
+from localmem.models.embedding import Embedder
+from localmem.models.llm import Generator
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.queue import claim
+from localmem.storage.store import Store
 
 
 def load(path: Path | None = None) -> dict[str, Any]:
@@ -109,7 +111,7 @@ def run(
                 "SELECT reason FROM edges WHERE kind = 'antecedent' AND src = ? AND dst = ?", (src, dst)
             ).fetchone()
             ev = set(case["evidence"])
-            on = store.reconstruct(case["question"], budget)
+            on = reconstruct(store, case["question"], budget)
             off = localmem_nocable(store, case["question"], budget)
             built = cable_stats(store)
         rows.append(

@@ -16,14 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from localmem import db
 from localmem.config import Settings
-from localmem.embedding import Embedder
-from localmem.enrich import layer_stats
+from localmem.enrichment.layers import layer_stats
+from localmem.enrichment.worker import run_worker
 from localmem.ingest import detect, runner
-from localmem.jobs import run_worker
-from localmem.llm import Generator
-from localmem.store import Store
+from localmem.models.embedding import Embedder
+from localmem.models.llm import Generator
+from localmem.storage import db
+from localmem.storage.store import Store
 
 
 def run(

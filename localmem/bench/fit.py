@@ -23,12 +23,13 @@ import numpy as np
 from localmem.bench.locomo import CATEGORIES, open_conversation_store
 from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
-from localmem.embedding import Embedder
 from localmem.errors import InputError
-from localmem.reconstruct import Pool, assemble, candidate_pool
-from localmem.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.search import Filter
-from localmem.store import Store
+from localmem.models.embedding import Embedder
+from localmem.retrieval.pool import Pool, candidate_pool
+from localmem.retrieval.reconstruct import assemble
+from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.storage.queries import Filter
+from localmem.storage.store import Store
 
 
 @dataclass

@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem import db
 from localmem.config import Settings
-from localmem.embedding import Embedder
+from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import db
+from localmem.storage.store import Store
 
 _PEOPLE = [
     f"{a}{b}" for a in ("Ma", "To", "In", "Ra", "Le", "Om", "Che", "So") for b in ("ya", "mas", "es", "vi", "na")
@@ -92,11 +93,11 @@ def run(
             if antecedent_edges:
                 add_antecedent_edges(store, antecedent_edges)
             qs = synthetic_queries(sessions, queries)
-            store.reconstruct(qs[0])
+            reconstruct(store, qs[0])
             times = []
             for q in qs:
                 t1 = time.perf_counter()
-                store.reconstruct(q, 2000)
+                reconstruct(store, q, 2000)
                 times.append(1000 * (time.perf_counter() - t1))
             times.sort()
             rows.append(

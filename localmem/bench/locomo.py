@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem.antecedent import cable_totals, per_turn
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
-from localmem.embedding import Embedder
+from localmem.enrichment.antecedent import cable_totals, per_turn
 from localmem.ingest import locomo
-from localmem.store import Store
+from localmem.models.embedding import Embedder
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.store import Store
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -177,7 +178,7 @@ def run_explore(
     """``--mode explore``: per question, the evidence recall of the turns the model
     explored and of its supports, rounds, calls and tokens, beside reconstruct's recall
     at ``budget`` on the same questions."""
-    from localmem.explore import explore
+    from localmem.answering.explore import explore
     from localmem.toolkit import turn_refs
 
     samples = json.loads(data.read_text("utf-8"))
@@ -198,7 +199,7 @@ def run_explore(
                 src = {t: r.source_id for t, r in turn_refs(store, res.evidence).items()}
                 seen = {src.get(t) for t in res.evidence}
                 sup = {src.get(t) for t in res.support}
-                ctx = store.reconstruct(qa["question"], budget)
+                ctx = reconstruct(store, qa["question"], budget)
                 rows.append(
                     {
                         "question": qa["question"],

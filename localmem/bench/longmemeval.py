@@ -10,10 +10,10 @@ from typing import Any
 
 from localmem.bench.metrics import METHODS, Tally, found_fraction, read_benchmark
 from localmem.config import Settings
-from localmem.embedding import Embedder
 from localmem.ingest import longmemeval
-from localmem.store import Store
-from localmem.text import parse_time
+from localmem.models.embedding import Embedder
+from localmem.storage.store import Store
+from localmem.util.text import parse_time
 
 
 def run(

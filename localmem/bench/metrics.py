@@ -17,13 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from localmem import search
 from localmem.errors import InputError
-from localmem.reconstruct import Candidate, pack, render, rrf, visible_mask
 from localmem.records import Context
-from localmem.search import Filter
-from localmem.store import Store
-from localmem.text import count_words, tokens_for_words
+from localmem.retrieval.packing import Candidate, pack, render, rrf
+from localmem.retrieval.pool import visible_mask
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import queries
+from localmem.storage.queries import Filter
+from localmem.storage.store import Store
+from localmem.util.text import count_words, tokens_for_words
 
 
 def read_benchmark(data: Path, what: str) -> list[Any]:
@@ -95,7 +97,7 @@ Method = Callable[[Store, str, int, "str | None"], Context]
 def _context(store: Store, query: str, ranked: list[tuple[int, float]], budget: int) -> Context:
     n = len(ranked)
     cands = [Candidate(t, float(n - i), "anchor") for i, (t, _s) in enumerate(ranked)]
-    rows = search.turn_rows(store.conn, [c.turn_id for c in cands])
+    rows = queries.turn_rows(store.conn, [c.turn_id for c in cands])
     chosen = pack(cands, rows, budget)
     text, ordered = render(chosen, rows)
     from localmem.records import EvidenceTurn
@@ -124,7 +126,7 @@ def _ranked_turns(store: Store, query: str, as_of: str | None, lexical: bool, de
     visible = visible_mask(store, tm, Filter(as_of=as_of))
     lists: list[list[tuple[int, float]]] = []
     if lexical:
-        ids, scores = search.lexical(store.conn, "turns_fts", query, limit=-1)
+        ids, scores = queries.lexical(store.conn, "turns_fts", query, limit=-1)
         pos = tm.index_of(ids)
         ok = (pos >= 0) & visible[np.maximum(pos, 0)]
         order = np.argsort(-scores, kind="stable")
@@ -163,7 +165,7 @@ def recent(store: Store, query: str, budget: int, as_of: str | None = None) -> C
 
 
 def localmem_method(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
-    return store.reconstruct(query, budget, as_of=as_of)
+    return reconstruct(store, query, budget, as_of=as_of)
 
 
 def localmem_nocable(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
@@ -171,7 +173,7 @@ def localmem_nocable(store: Store, query: str, budget: int, as_of: str | None = 
     saved = store.settings
     store.settings = replace(saved, retrieval=replace(saved.retrieval, cable=False))
     try:
-        return store.reconstruct(query, budget, as_of=as_of)
+        return reconstruct(store, query, budget, as_of=as_of)
     finally:
         store.settings = saved
 

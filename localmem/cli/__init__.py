@@ -7,7 +7,7 @@ ones a script would read have ``--json``.
 This module holds the top-level parser and the error handling; the subcommands live by
 group in ``memory`` (ingest, watch, forget, reindex, demo), ``read`` (query, explore,
 answer), ``enrichment`` (worker, enrich) and ``admin`` (stats, doctor, serve, mcp-config);
-``bench`` comes from ``localmem.bench.cli``. ``build_parser`` adds them in the order
+``bench`` comes from ``localmem.cli.bench``. ``build_parser`` adds them in the order
 ``localmem --help`` lists them.
 """
 
@@ -17,8 +17,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from localmem import __version__, cable_flags
-from localmem.cli import admin, enrichment, memory, read
+from localmem import __version__
+from localmem.cli import admin, cable_flags, enrichment, memory, read
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
 from localmem.config import load_settings
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
-    from localmem.bench.cli import add_bench_parser
+    from localmem.cli.bench import add_bench_parser
 
     # the order of `localmem --help`: the everyday commands first, groups interleaved
     for add in (

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from localmem import cable_flags
+from localmem.cli import cable_flags
 from localmem.cli.common import open_store, print_json
 from localmem.config import Settings
 from localmem.errors import InputError
@@ -73,7 +73,7 @@ def add_mcp_config(sub: Subparsers) -> None:
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.db.exists():
         raise InputError("no database yet; ingest something first", path=str(settings.db))
-    from localmem.enrich import layer_stats
+    from localmem.enrichment.layers import layer_stats
 
     with open_store(settings) as store:
         stats = store.stats()
@@ -116,7 +116,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.doctor import run_checks
+    from localmem.cli.doctor import run_checks
 
     checks = run_checks(settings.with_overrides(model=args.model))
     if args.json:

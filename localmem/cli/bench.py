@@ -13,6 +13,7 @@ from typing import Any
 
 from localmem.config import Settings
 from localmem.errors import InputError
+from localmem.memory import generator
 
 DEFAULT_METHODS = "bm25,dense,rrf,recent,localmem"
 
@@ -49,7 +50,7 @@ def add_bench_parser(sub: Any) -> None:
             c.add_argument("--questions", type=int, help="explore: at most N questions in all")
             c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
             c.add_argument("--enrich", action="store_true", help="explore: enrich with --model first")
-            from localmem import cable_flags
+            from localmem.cli import cable_flags
 
             cable_flags.add_read_flags(c)
             cable_flags.add_build_flags(c, with_off=False)
@@ -84,7 +85,7 @@ def add_bench_parser(sub: Any) -> None:
     )
     c.add_argument("--workdir", type=Path, help="keep the case stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
-    from localmem import cable_flags
+    from localmem.cli import cable_flags
 
     cable_flags.add_read_flags(c)
     cable_flags.add_build_flags(c, with_off=False)
@@ -107,7 +108,7 @@ def add_bench_parser(sub: Any) -> None:
         default=0,
         help="add N random antecedent edges per turn first (CABLE's read cost; --no-cable to compare)",
     )
-    from localmem import cable_flags
+    from localmem.cli import cable_flags
 
     cable_flags.add_read_flags(c)
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
@@ -128,7 +129,7 @@ def _ints(text: str, what: str) -> list[int]:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from localmem.bench import fit, latency, locomo, longmemeval
     from localmem.bench.metrics import METHODS
-    from localmem.models import default_embedder
+    from localmem.models.registry import default_embedder
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"localmem-bench-{args.bench}-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -140,20 +141,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     result: dict[str, Any]
     if args.bench == "extraction":
         from localmem.bench import extraction
-        from localmem.llm import generator_for
 
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
-        gen = generator_for(settings, args.model)
+        gen = generator(settings, args.model)
         result = extraction.run(args.data, gen, workdir, embedder, settings, args.limit, args.sample, log)
         print(extraction.table(result))
     elif args.bench == "cable-probe":
         from localmem.bench import cable_probe
-        from localmem.llm import generator_for
 
         if args.budget <= 0:
             raise InputError(f"--budget must be positive, got {args.budget}")
-        gen = generator_for(settings, None if args.model in (None, "default") else args.model)
+        gen = generator(settings, None if args.model in (None, "default") else args.model)
         if args.verifier:
             result = cable_probe.verifier_check(gen, settings, args.cases)
             print(cable_probe.verifier_table(result))
@@ -181,11 +180,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
         mod = locomo if args.bench == "locomo" else longmemeval
         if getattr(args, "mode", "recall") == "explore":
-            from localmem.llm import generator_for
 
             if args.enrich:
                 _enrich_locomo(args, settings, workdir, embedder, log)
-            gen = generator_for(settings, None if args.model in (None, "default") else args.model)
+            gen = generator(settings, None if args.model in (None, "default") else args.model)
             budget = _ints(args.budgets, "--budgets")[0] if args.budgets else 2000
             result = locomo.run_explore(
                 args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
@@ -215,10 +213,9 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     """Build each conversation's store and run the worker over it before recall is
     measured; stores in ``workdir`` keep their enrichment, so a re-run only asks."""
     from localmem.bench.locomo import open_conversation_store
-    from localmem.jobs import run_worker
-    from localmem.llm import generator_for
+    from localmem.enrichment.worker import run_worker
 
-    gen = generator_for(settings, None if args.model == "default" else args.model)
+    gen = generator(settings, None if args.model == "default" else args.model)
     if not getattr(args, "no_cable", False):  # the benchmark measures CABLE, whatever the default
         settings = replace(settings, cable=replace(settings.cable, enabled=True))
     samples = json.loads(args.data.read_text("utf-8"))

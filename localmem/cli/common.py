@@ -1,8 +1,8 @@
 """Helpers every command module of the CLI shares: opening the store, printing JSON.
 
-Invariant: commands open the store only through ``open_store``, so every command gets the
-configured embedder and settings the same way; the embedder is looked up when the store is
-opened (not imported here), which keeps ``--help`` fast and lets tests swap it.
+Invariant: commands open the store only through ``localmem.memory.open_store`` (re-exported
+here) and resolve the model through ``localmem.memory.generator``: the same path as
+``localmem.open()`` and the MCP server, so all three agree on embedder and settings.
 """
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from localmem.config import Settings
-from localmem.store import Store
+from localmem.memory import generator, open_store
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
-
-def open_store(settings: Settings) -> Store:
-    from localmem.models import default_embedder
-
-    return Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings)
+__all__ = ["Subparsers", "generator", "open_store", "print_json"]
 
 
 def print_json(obj: Any) -> None:

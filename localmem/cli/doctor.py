@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from localmem.config import Settings
+from localmem.memory import generator, open_store
 
 
 def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
         import apsw
 
-        from localmem import db
+        from localmem.storage import db
 
         conn = db.connect(":memory:")
         vec = conn.execute("SELECT vec_version()").fetchone()[0]
@@ -31,7 +32,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
 
     def embedder() -> str:
-        from localmem.models import default_embedder
+        from localmem.models.registry import default_embedder
 
         emb = default_embedder(settings.embedder)
         emb.embed(["warm up"])
@@ -44,10 +45,8 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def database() -> str:
         if not settings.db.exists():
             return f"{settings.db} does not exist yet (created on first ingest)"
-        from localmem.models import default_embedder
-        from localmem.store import Store
 
-        with Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings) as store:
+        with open_store(settings) as store:
             s = store.stats()
         return (
             f"{settings.db}: schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
@@ -60,9 +59,8 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         )
 
     def model() -> str:
-        from localmem.llm import generator_for
 
-        gen = generator_for(settings)
+        gen = generator(settings)
         info = gen.info()
         probe = gen.probe()
         where = (

@@ -12,11 +12,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from localmem import cable_flags
-from localmem.cli.common import open_store, print_json
+from localmem.cli import cable_flags
+from localmem.cli.common import print_json
 from localmem.config import Settings
 from localmem.errors import LocalmemError
-from localmem.progress import Progress
+from localmem.memory import generator, open_store
+from localmem.util.progress import Progress
 
 if TYPE_CHECKING:
     from localmem.cli.common import Subparsers
@@ -56,10 +57,9 @@ def watch_worker(settings: Settings) -> Any:
         return None
     import threading
 
-    from localmem.jobs import run_worker
-    from localmem.llm import generator_for
+    from localmem.enrichment.worker import run_worker
 
-    gen = generator_for(settings)
+    gen = generator(settings)
 
     def loop(stop: threading.Event) -> None:
         try:
@@ -72,12 +72,12 @@ def watch_worker(settings: Settings) -> Any:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.enrich import layer_stats
-    from localmem.jobs import counts, enqueue_missing, retry_parked, run_worker
-    from localmem.llm import generator_for
+    from localmem.enrichment.layers import layer_stats
+    from localmem.enrichment.worker import run_worker
+    from localmem.storage.queue import counts, enqueue_missing, retry_parked
 
     settings = settings.with_overrides(model=args.model, extract_batch=args.batch)
-    gen = generator_for(settings)
+    gen = generator(settings)
     with open_store(settings) as store:
         enqueue_missing(store.conn)
         if getattr(args, "retry_parked", False):

@@ -18,8 +18,8 @@ from localmem.cli.common import open_store, print_json
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
-from localmem.progress import Progress
-from localmem.store import Store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.util.progress import Progress
 
 if TYPE_CHECKING:
     from localmem.cli.common import Subparsers
@@ -131,9 +131,8 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.models import default_embedder
 
-    with Store(settings.db, embedder=default_embedder(settings.embedder), settings=settings, rebind=True) as store:
+    with open_store(settings, rebind=True) as store:
         n = store.reindex()
     print(f"re-embedded {n} turns with {store.embedder.model_id}")
     return 0
@@ -148,7 +147,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         cmd_ingest(ns, settings.with_overrides(db=db))
     print(f'\n$ localmem --db {db} query "{args.question}" --budget {args.budget}\n')
     with open_store(settings.with_overrides(db=db)) as store:
-        ctx = store.reconstruct(args.question, args.budget)
+        ctx = reconstruct(store, args.question, args.budget)
     print(ctx.text)
     print(
         f"\n[{ctx.tokens} of {args.budget} tokens; turns: "

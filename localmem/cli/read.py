@@ -13,11 +13,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from localmem import cable_flags
-from localmem.cli.common import open_store, print_json
+from localmem.cli import cable_flags
+from localmem.cli.common import print_json
 from localmem.config import Settings
 from localmem.errors import InputError
-from localmem.store import Store
+from localmem.memory import generator, open_store
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.store import Store
 
 if TYPE_CHECKING:
     from localmem.cli.common import Subparsers
@@ -83,7 +85,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("give either a question or --batch FILE")
     with open_store(settings) as store:
         if args.text:
-            ctx = store.reconstruct(args.text, args.budget, as_of=args.as_of, scope=args.scope)
+            ctx = reconstruct(store, args.text, args.budget, as_of=args.as_of, scope=args.scope)
             if args.json:
                 print_json(ctx.to_dict())
             else:
@@ -109,8 +111,7 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise InputError("each line needs a string field 'query'", path=str(path), where=f"line {n}")
         try:
-            ctx = store.reconstruct(
-                item["query"],
+            ctx = reconstruct(store, item["query"],
                 item.get("budget", args.budget),
                 as_of=item.get("as_of"),
                 scope=item.get("scope", args.scope),
@@ -123,10 +124,9 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace, settings: Settings, rounds: int, calls: int, max_tokens: int) -> int:
-    from localmem.explore import explore
-    from localmem.llm import generator_for
+    from localmem.answering.explore import explore
 
-    gen = generator_for(settings, args.model)
+    gen = generator(settings, args.model)
     with open_store(settings) as store:
         res = explore(
             store,
@@ -165,13 +165,12 @@ def cmd_explore(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_answer(args: argparse.Namespace, settings: Settings) -> int:
     if args.explore:
-        from localmem.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS
+        from localmem.answering.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS
 
         return _explore(args, settings, MAX_ROUNDS, MAX_CALLS, MAX_TOKENS)
-    from localmem.answer import answer
-    from localmem.llm import generator_for
+    from localmem.answering.answer import answer
 
-    gen = generator_for(settings, args.model)
+    gen = generator(settings, args.model)
     with open_store(settings) as store:
         res = answer(store, gen, args.question, budget_tokens=args.budget, as_of=args.as_of, scope=args.scope)
     if args.json:

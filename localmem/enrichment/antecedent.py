@@ -34,17 +34,18 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from localmem import db
-from localmem.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
-from localmem.grounding import keyword_memory_type, low_information
-from localmem.jobs import Job, WorkerStats, finish
-from localmem.reconstruct import earlier_mask, retrieve
-from localmem.search import Filter, turn_rows
+from localmem.enrichment.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
+from localmem.enrichment.grounding import keyword_memory_type, low_information
+from localmem.enrichment.stats import WorkerStats
+from localmem.retrieval.pool import earlier_mask, retrieve
+from localmem.storage import db
+from localmem.storage.queries import Filter, turn_rows
+from localmem.storage.queue import Job, finish
 
 if TYPE_CHECKING:
     from localmem.config import CableParams
-    from localmem.llm import Generator
-    from localmem.store import Store
+    from localmem.models.llm import Generator
+    from localmem.storage.store import Store
 
 KIND = "antecedent"
 QUERY_TOKENS = 120

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from localmem.text import display_time
+from localmem.util.text import display_time
 
 FOCUS = {
     "event": (

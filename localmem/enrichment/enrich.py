@@ -1,4 +1,4 @@
-"""Enrichment results into the store: extracted cues, tags, memory types; layer coverage.
+"""Enrichment results into the store: extracted cues, tags, memory types.
 
 ``enrich_jobs`` is one worker step for claimed jobs (``localmem/jobs.py``): read the
 turns, extract (model calls), embed the new cues, then ONE short transaction writes the
@@ -15,20 +15,20 @@ store's cue mirror picks the new vectors up, so they take part in retrieval
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from localmem import db
-from localmem.antecedent import cable_stats
-from localmem.extract import ExtractedCue, TurnExtraction, TurnInput, extract
-from localmem.jobs import Job, WorkerStats, counts, finish, parked, worker_id
-from localmem.linking import link_semantic
-from localmem.store import turn_doc
+from localmem.enrichment.extract import ExtractedCue, TurnExtraction, TurnInput, extract
+from localmem.enrichment.stats import WorkerStats
+from localmem.storage import db
+from localmem.storage.graph import link_semantic
+from localmem.storage.queue import Job, finish, worker_id
+from localmem.storage.store import turn_doc
 
 if TYPE_CHECKING:
-    from localmem.llm import Generator
-    from localmem.store import Store
+    from localmem.models.llm import Generator
+    from localmem.storage.store import Store
 
 EXTRACTED_KINDS = ("triple", "keyword", "fact")
 
@@ -85,7 +85,7 @@ def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStat
                 stats.cues_kept += len(ex.cues)
                 stats.cues_rejected += ex.rejected
         if written:
-            link_semantic(store, written)
+            link_semantic(store.conn, store.mirror("cue"), written, store.params.semantic_k)
     return len(written)
 
 
@@ -125,37 +125,3 @@ def _insert_cue(store: Store, turn: TurnInput, cue: ExtractedCue, model_id: str)
         "INSERT INTO extracted_cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
     )
     return cid
-
-
-def layer_stats(store: Store) -> dict[str, Any]:
-    """How much of the store each model layer covers, and the queue's state."""
-    conn = store.conn
-
-    def one(sql: str) -> int:
-        row = conn.execute(sql).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
-
-    turns = one("SELECT count(*) FROM turns")
-    enriched = one("SELECT count(*) FROM turn_enrichment")
-    kept = one("SELECT sum(cues_kept) FROM turn_enrichment")
-    rejected = one("SELECT sum(cues_rejected) FROM turn_enrichment")
-    types = dict(conn.execute("SELECT memory_type, count(*) FROM turn_enrichment GROUP BY memory_type").fetchall())
-    with_cues = one("SELECT count(DISTINCT turn_id) FROM cues WHERE kind IN ('triple', 'keyword', 'fact')")
-    return {
-        "turns": turns,
-        "enriched_turns": enriched,
-        "enriched_pct": round(100.0 * enriched / turns, 1) if turns else 0.0,
-        "low_information_turns": one("SELECT count(*) FROM turn_enrichment WHERE low_info = 1"),
-        "turns_with_extracted_cues": with_cues,
-        "memory_types": {t: int(types.get(t, 0)) for t in ("event", "opinion", "plan", "state_change")},
-        "memory_type_from_model": one("SELECT count(*) FROM turn_enrichment WHERE type_source = 'model'"),
-        "cues_kept": kept,
-        "cues_rejected": rejected,
-        "rejected_cue_rate": round(rejected / (kept + rejected), 3) if kept + rejected else 0.0,
-        "tags": one("SELECT count(*) FROM tags"),
-        "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
-        "models": [str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM turn_enrichment WHERE model != ''")],
-        "jobs": counts(conn),
-        "antecedent": cable_stats(store),
-        "parked": parked(conn),
-    }

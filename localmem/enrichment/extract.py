@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localmem import dates
-from localmem.grounding import (
+from localmem.enrichment.grounding import (
     MEMORY_TYPES,
     TAGS,
     candidate_phrases,
@@ -38,7 +37,8 @@ from localmem.grounding import (
     resolve_person,
     tokens,
 )
-from localmem.llm import Generator, Message
+from localmem.models.llm import Generator, Message
+from localmem.util import dates
 
 TEMPERATURE = 0.1  # CABLE's typing temperature; extraction wants the likeliest reading
 MAX_KEYWORDS, MAX_TRIPLES, MAX_FACTS = 3, 1, 1

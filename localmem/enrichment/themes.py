@@ -27,7 +27,7 @@ would only repeat it. The pass reads, calls the model outside any transaction, t
 writes everything in ONE transaction after checking that the topic tables are still
 as it read them (otherwise it writes nothing and the next pass starts over). A crash or
 a concurrent writer therefore never leaves a half-built theme, and a failed model call
-costs a label, never a grouping. ``localmem.topics.run_topics`` runs it after its jobs.
+costs a label, never a grouping. ``localmem.enrichment.worker.run_topics`` runs it after the topics jobs.
 """
 
 from __future__ import annotations
@@ -37,10 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from localmem import db, topics
-from localmem.jobs import now_iso
-from localmem.llm import Generator
-from localmem.store import Store
+from localmem.enrichment import topics
+from localmem.enrichment.stats import ThemeStats
+from localmem.models.llm import Generator
+from localmem.storage import db
+from localmem.storage.store import Store
+from localmem.util.clock import now_iso
 
 SIMILAR = 0.5
 KEYWORD_BONUS = 0.1
@@ -52,17 +54,6 @@ PROMPT = """You name a theme that comes back in several conversations. Each line
 conversation's topic: its date, then its label and summary. Reply with JSON: "label" (two
 to five words for what the lines have in common) and "summary" (one sentence saying what
 the theme is about and how it went on over time)."""
-
-
-@dataclass
-class ThemeStats:
-    topics_placed: int = 0  # changed session topics the pass looked at
-    themes_created: int = 0
-    topics_joined: int = 0  # topics that joined an existing theme
-    themes_relabelled: int = 0  # existing themes labelled again
-    themes_dissolved: int = 0
-    model_calls: int = 0
-    conflicts: int = 0  # passes discarded because the topic tables changed meanwhile
 
 
 @dataclass

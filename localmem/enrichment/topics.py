@@ -24,19 +24,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from localmem import db, search
+from localmem.enrichment.stats import TopicStats
 from localmem.errors import LocalmemError
-from localmem.jobs import now_iso
-from localmem.llm import Generator
-from localmem.store import Store
-
-if TYPE_CHECKING:
-    from localmem.themes import ThemeStats
+from localmem.models.llm import Generator
+from localmem.storage import db, queries
+from localmem.storage.store import Store
+from localmem.util.clock import now_iso
 
 KIND = "topics"
 SIMILAR = 0.25
@@ -49,16 +45,6 @@ SCHEMA = {
 }
 PROMPT = """You name the topic of a stretch of conversation. Reply with JSON: "label" (two to five words)
 and "summary" (one sentence saying who talked about what)."""
-
-
-@dataclass
-class TopicStats:
-    jobs: int = 0
-    topics_created: int = 0
-    topics_grown: int = 0
-    turns: int = 0
-    model_calls: int = 0
-    themes: ThemeStats | None = None
 
 
 def enqueue(store: Store) -> int:
@@ -81,9 +67,9 @@ def keywords(store: Store, turn_ids: list[int]) -> Counter[str]:
         for r in store.conn.execute(f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks})", turn_ids)
     ]
     if not kws:
-        rows = search.turn_rows(store.conn, turn_ids).values()
+        rows = queries.turn_rows(store.conn, turn_ids).values()
         # speakers' names and contractions ("i'm", "it's") are in every topic of a chat
-        skip = search.STOPWORDS | {w for r in rows for w in r.speaker.lower().split()}
+        skip = queries.STOPWORDS | {w for r in rows for w in r.speaker.lower().split()}
         for r in rows:
             words = (w.removesuffix("'s") for w in re.findall(r"[a-z][a-z']{2,}", r.text.lower()))
             kws += [w for w in words if "'" not in w and w not in skip]
@@ -94,7 +80,7 @@ def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
     """A label from the most frequent keywords, a summary from speakers and date."""
     top = [w for w, _ in keywords(store, turn_ids).most_common(3)]
     label = ", ".join(top) or "conversation"
-    rows = search.turn_rows(store.conn, turn_ids)
+    rows = queries.turn_rows(store.conn, turn_ids)
     speakers = sorted({r.speaker for r in rows.values() if r.speaker})
     times = sorted(r.ts for r in rows.values() if r.ts)
     when = f" on {times[0][:10]}" if times else ""
@@ -102,7 +88,7 @@ def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
 
 
 def _label_model(store: Store, gen: Generator, turn_ids: list[int]) -> tuple[str, str] | None:
-    rows = search.turn_rows(store.conn, turn_ids)
+    rows = queries.turn_rows(store.conn, turn_ids)
     lines = [f"{rows[t].speaker}: {rows[t].text[:300]}" for t in turn_ids if t in rows][:MAX_TURNS]
     return ask_label(gen, PROMPT, lines)
 
@@ -212,9 +198,8 @@ def run_job(store: Store, job_id: int, turn_id: int, gen: Generator | None, stat
     stats.jobs += 1
 
 
-def run_topics(store: Store, gen: Generator | None = None, *, themes: bool = True) -> TopicStats:
-    """Queue what is missing, run every pending topics job (oldest first), then the
-    cross-session theme pass over the topics that changed (unless ``themes`` is off)."""
+def run_topic_jobs(store: Store, gen: Generator | None = None) -> TopicStats:
+    """Queue what is missing and run every pending topics job (oldest first)."""
     enqueue(store)
     stats = TopicStats()
     jobs = store.conn.execute(
@@ -224,8 +209,4 @@ def run_topics(store: Store, gen: Generator | None = None, *, themes: bool = Tru
         if turn_id is None:
             continue
         run_job(store, int(job_id), int(turn_id), gen, stats)
-    if themes:
-        from localmem.themes import run_themes  # themes builds on this module's helpers
-
-        stats.themes = run_themes(store, gen)
     return stats

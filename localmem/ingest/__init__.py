@@ -16,7 +16,8 @@ from typing import Any
 from localmem.errors import InputError
 from localmem.ingest import chatgpt, claude, jsonl, locomo, longmemeval, messages, transcript
 from localmem.ingest._detect import FORMAT_NAMES, detect
-from localmem.ingest._units import Cursor, Unit, merge
+from localmem.ingest._json import Cursor
+from localmem.ingest._units import Unit, merge
 from localmem.records import SessionIn
 
 Units = Callable[..., Iterator[Unit]]

@@ -19,11 +19,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from localmem.errors import InputError
-from localmem.ingest._units import Cursor
 
 CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A point in a file between two units: byte offset, units before it, line number."""
+
+    offset: int = 0
+    index: int = 0
+    line: int = 1
 
 
 @dataclass(frozen=True)

@@ -13,26 +13,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.errors import InputError
+from localmem.ingest._json import Cursor, Record
 from localmem.records import SessionIn
-from localmem.text import parse_time
-
-if TYPE_CHECKING:
-    from localmem.ingest._json import Record
+from localmem.util.text import parse_time
 
 # Turns one conversation object into a session, counting what it leaves out.
 ConversationParser = Callable[[Any, Path, str, Counter[str]], SessionIn]
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """A point in a file between two units: byte offset, units before it, line number."""
-
-    offset: int = 0
-    index: int = 0
-    line: int = 1
 
 
 @dataclass(frozen=True)
@@ -107,7 +96,3 @@ def timestamp(value: object, path: Path, where: str) -> str | None:
         return parse_time(value)
     except (ValueError, OverflowError, OSError) as exc:
         raise InputError(f"unusable timestamp {value!r}: {exc}", path=str(path), where=where) from exc
-
-
-def text_of(value: object) -> str:
-    return value.strip() if isinstance(value, str) else ""

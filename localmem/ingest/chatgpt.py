@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import field, records
-from localmem.ingest._units import Cursor, Unit, conversation_unit, sessions_of, timestamp
+from localmem.ingest._json import Cursor, field, records
+from localmem.ingest._units import Unit, conversation_unit, timestamp
 from localmem.records import SessionIn, TurnIn
 
 SOURCE = "chatgpt"
@@ -175,7 +175,3 @@ def _part(part: Any) -> str:
             return PLACEHOLDERS.get(kind, f"[{kind}]")
         return "[attachment]"
     return ""
-
-
-def parse(path: Path) -> Iterator[SessionIn]:
-    return sessions_of(units(path))

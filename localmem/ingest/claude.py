@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import field, records
-from localmem.ingest._units import Cursor, Unit, conversation_unit, sessions_of, timestamp
+from localmem.ingest._json import Cursor, field, records
+from localmem.ingest._units import Unit, conversation_unit, timestamp
 from localmem.records import SessionIn, TurnIn
 
 SOURCE = "claude"
@@ -96,7 +96,3 @@ def _blocks(content: Any) -> list[str]:
         elif isinstance(kind, str):
             out.append(PLACEHOLDERS.get(kind, f"[{kind}]"))
     return out
-
-
-def parse(path: Path) -> Iterator[SessionIn]:
-    return sessions_of(units(path))

@@ -1,7 +1,7 @@
 """Generic JSONL: one turn per line, ``{session, speaker|role, text|content, timestamp}``.
 
 ``session`` defaults to "default"; ``speaker`` defaults to ``role``; ``timestamp`` is
-ISO-8601 (or any format ``localmem.text.parse_time`` accepts, or epoch seconds);
+ISO-8601 (or any format ``localmem.util.text.parse_time`` accepts, or epoch seconds);
 ``id`` (optional) is kept as the native turn id. Lines keep their file order within a
 session. Blank lines are skipped. Source = ``jsonl:<file name>``. One unit per line,
 so a log that grows by appended lines is read on from where the last ingest stopped.
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import records
-from localmem.ingest._units import Cursor, Unit, bad, sessions_of, timestamp
+from localmem.ingest._json import Cursor, records
+from localmem.ingest._units import Unit, bad, timestamp
 from localmem.records import SessionIn, TurnIn
 
 
@@ -55,7 +55,3 @@ def _line(obj: Any, path: Path, where: str) -> SessionIn:
         source_id=None if native is None else str(native),
     )
     return SessionIn(key=str(key or "default"), turns=(turn,), source=f"jsonl:{path.name}")
-
-
-def parse(path: Path) -> Iterator[SessionIn]:
-    return sessions_of(units(path))

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import field, records
-from localmem.ingest._units import Cursor, Unit, bad, sessions_of, timestamp
+from localmem.ingest._json import Cursor, field, records
+from localmem.ingest._units import Unit, bad, sessions_of, timestamp
 from localmem.records import SessionIn, TurnIn
 
 _SESSION = re.compile(r"^session_([0-9]{1,9})$")

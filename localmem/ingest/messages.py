@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import read_json, records
-from localmem.ingest._units import Cursor, Unit, bad, conversation_unit, sessions_of, timestamp
+from localmem.ingest._json import Cursor, read_json, records
+from localmem.ingest._units import Unit, bad, conversation_unit, timestamp
 from localmem.records import SessionIn, TurnIn
 
 SKIP_ROLES = {
@@ -129,7 +129,3 @@ def _content(content: Any, path: Path, where: str) -> str:
             elif isinstance(kind, str):
                 pieces.append(f"[{kind}]")
     return "\n".join(p for p in pieces if p).strip()
-
-
-def parse(path: Path) -> Iterator[SessionIn]:
-    return sessions_of(units(path))

@@ -27,9 +27,10 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest import detect, state, units
-from localmem.ingest._units import Cursor, merge
+from localmem.ingest._json import Cursor
+from localmem.ingest._units import merge
 from localmem.records import SessionIn
-from localmem.store import Store
+from localmem.storage.store import Store
 
 BATCH_TURNS = 256
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import apsw
 
-from localmem import db
 from localmem.errors import InputError
-from localmem.ingest._units import Cursor
+from localmem.ingest._json import Cursor
+from localmem.storage import db
 
 WINDOW = 65536
 

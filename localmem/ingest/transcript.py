@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localmem.errors import InputError
-from localmem.ingest._units import Cursor, Unit, bad, sessions_of
+from localmem.ingest._json import Cursor
+from localmem.ingest._units import Unit, bad
 from localmem.records import SessionIn, TurnIn
-from localmem.text import parse_time
+from localmem.util.text import parse_time
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)[\s#]*$")
 _NAME = r"(?:[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,2}|(?i:user|assistant|human|ai|system))"
@@ -163,7 +164,3 @@ def _line(sec: _Section, text: str, path: Path, n: int) -> None:
         except (ValueError, OverflowError, OSError) as exc:
             sec.error = sec.error or InputError(f"unusable time [{clock}]: {exc}", path=str(path), where=f"line {n}")
     sec.begin(m.group("name"), ts, m.group("text") or "")
-
-
-def parse(path: Path) -> Iterator[SessionIn]:
-    return sessions_of(units(path))

@@ -35,7 +35,7 @@ from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError
 from localmem.ingest import runner, state
-from localmem.store import Store
+from localmem.storage.store import Store
 
 EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
 TEMP_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp", ".swx", ".bak", "~")

@@ -11,7 +11,7 @@ session is built, so inference runs fp32 GEMMs (no int8 kernels, no dependence o
 row's result on the other rows of its batch).
 
 Any GGUF embedding model can be used instead through
-:class:`localmem.gguf_embedding.GGUFEmbedder` (llama.cpp).
+:class:`localmem.models.gguf_embedding.GGUFEmbedder` (llama.cpp).
 
 Invariants: ``embed`` returns float32 rows of unit L2 norm, one per input, in input
 order; ``model_id`` changes whenever vectors would not be comparable, so the store

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from localmem.embedding import normalize
 from localmem.errors import ModelError
+from localmem.models.embedding import normalize
 
 # llama.cpp's pooling type codes (enum llama_pooling_type).
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3}

@@ -247,14 +247,3 @@ def get_generator(
         if gen is None:
             gen = _INSTANCES[key] = LlamaGenerator(path, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, n_threads=n_threads)
         return gen
-
-
-def generator_for(settings: Any, model: str | None = None) -> LlamaGenerator:
-    """The generator a command uses: ``model`` (a flag), else ``settings.model``
-    (config file / ``LOCALMEM_MODEL``), else the embedded default."""
-    return get_generator(
-        model or settings.model,
-        n_ctx=settings.n_ctx,
-        n_gpu_layers=settings.n_gpu_layers,
-        n_threads=settings.n_threads,
-    )

@@ -8,22 +8,40 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from localmem.embedding import Embedder, OnnxMiniLM
+from localmem.config import Settings
 from localmem.errors import ConfigError
+from localmem.models.embedding import Embedder, OnnxMiniLM
+from localmem.models.gguf_embedding import GGUFEmbedder
+from localmem.models.llm import LlamaGenerator, get_generator
 
 
 def default_embedder(spec: str = "default") -> Embedder:
+    """The embedder a setting names: "default" (the packaged MiniLM), a .gguf or a .onnx file."""
     if spec in ("", "default", OnnxMiniLM.model_id):
         return OnnxMiniLM()
     path = Path(spec).expanduser()
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise ConfigError(f"embedding model not found: {path}")
-        from localmem.gguf_embedding import GGUFEmbedder
-
         return GGUFEmbedder(path)
     if path.suffix.lower() == ".onnx":
         if not path.is_file():
             raise ConfigError(f"embedding model not found: {path}")
         return OnnxMiniLM(model_path=path)
     raise ConfigError(f"unknown embedder {spec!r}: use 'default', a .gguf file or a MiniLM .onnx file")
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedder every entry point opens a store with (``Settings.embedder``)."""
+    return default_embedder(settings.embedder)
+
+
+def generator_for(settings: Settings, model: str | None = None) -> LlamaGenerator:
+    """The generator a command uses: ``model`` (a flag), else ``settings.model``
+    (config file / ``LOCALMEM_MODEL``), else the embedded default."""
+    return get_generator(
+        model or settings.model,
+        n_ctx=settings.n_ctx,
+        n_gpu_layers=settings.n_gpu_layers,
+        n_threads=settings.n_threads,
+    )

@@ -26,19 +26,18 @@ model or writes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from localmem import search
-from localmem.reconstruct import Candidate, header_line, line_words
-from localmem.text import count_words, words_for_tokens
+from localmem.retrieval.packing import Candidate, context_words, line_words
+from localmem.storage import queries
+from localmem.util.text import words_for_tokens
 
 if TYPE_CHECKING:
-    from localmem.search import TurnRow
-    from localmem.store import Store
+    from localmem.storage.queries import TurnRow
+    from localmem.storage.store import Store
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ def expand(
         if added >= p.cable_budget:
             break
         if cand not in rows:  # rows of the next few candidates, fetched as they are reached
-            rows.update(search.turn_rows(store.conn, [t for t in ranked[i : i + 32] if t not in rows]))
+            rows.update(queries.turn_rows(store.conn, [t for t in ranked[i : i + 32] if t not in rows]))
         cost = line_words(rows[cand])
         if share_used + cost > share_cap:
             continue
@@ -146,7 +145,7 @@ def _fit(
     unprotected turns as it takes for ``cand`` to fit in ``cap`` words; None if it
     cannot fit. Added turns (reason antecedent) are never evicted for a later one."""
     keep = list(result)
-    while _words([*keep, cand], rows) > cap:
+    while context_words([*(c.turn_id for c in keep), cand], rows) > cap:
         movable = [
             i
             for i, c in enumerate(keep)
@@ -156,16 +155,3 @@ def _fit(
             return None
         del keep[min(movable, key=lambda i: (keep[i].score, -i))]
     return keep
-
-
-def _words(items: Sequence[Candidate | int], rows: dict[int, TurnRow]) -> int:
-    """Words of the rendered context: each turn's line, each session's header once."""
-    total = 0
-    sessions: set[int] = set()
-    for item in items:
-        row = rows[item if isinstance(item, int) else item.turn_id]
-        total += line_words(row)
-        if row.session_id not in sessions:
-            sessions.add(row.session_id)
-            total += count_words(header_line(row))
-    return total

@@ -60,7 +60,7 @@ def _migrations_dir() -> Traversable:
     packaged = resources.files("localmem").joinpath("migrations")
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "migrations"
+    return Path(__file__).resolve().parents[2] / "migrations"
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> Conn:

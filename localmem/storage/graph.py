@@ -13,22 +13,19 @@ CABLE's verified antecedent edges come from the enrichment worker.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from localmem.store import Store
+from localmem.storage.db import Conn
+from localmem.storage.vectors import VectorMirror
 
 _CHUNK = 256
 
 
-def link_semantic(store: Store, turn_ids: list[int]) -> int:
-    """Add semantic edges for the cues of ``turn_ids``; returns edges written."""
-    k = store.params.semantic_k
+def link_semantic(conn: Conn, cm: VectorMirror, turn_ids: list[int], k: int) -> int:
+    """Add semantic edges for the cues of ``turn_ids`` (their ``k`` nearest cues in the
+    synced cue mirror ``cm``); returns edges written."""
     if k <= 0 or not turn_ids:
         return 0
-    cm = store.mirror("cue")
     if len(cm.ids) < 2:
         return 0
     rows = np.nonzero(np.isin(cm.turns, np.array(turn_ids, dtype=np.int64)))[0]
@@ -50,7 +47,7 @@ def link_semantic(store: Store, turn_ids: list[int]) -> int:
                 pair = (min(a, int(cm.turns[c])), max(a, int(cm.turns[c])))
                 if s > best.get(pair, -2.0):
                     best[pair] = s
-    store.conn.executemany(
+    conn.executemany(
         "INSERT INTO edges(src, dst, kind, weight) VALUES (?, ?, 'semantic', ?) "
         "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = max(weight, excluded.weight)",
         [(a, b, w) for (a, b), w in best.items()],

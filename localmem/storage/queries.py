@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localmem.db import Conn
-from localmem.text import fts_query
+from localmem.storage.db import Conn
+from localmem.util.text import fts_query
 
 # Words too common in questions to say anything about which turn answers them; dropping
 # them also keeps FTS5 from scoring nearly every row for every question.

@@ -1,4 +1,4 @@
-"""The durable job queue and the enrichment worker.
+"""The durable job queue: the ``jobs`` table's primitives (claim, fail, finish, counts).
 
 A job per new turn is queued by the write path, in the transaction that stores the turn
 (``Store._insert_turn``). States: ``pending`` -> ``running`` (claimed) -> ``done``, or
@@ -19,36 +19,19 @@ Model calls and embedding happen between the two transactions, never inside one.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import apsw
 
-from localmem import db
-from localmem.errors import LocalmemError
-
-if TYPE_CHECKING:
-    from localmem.llm import Generator
-    from localmem.store import Store
+from localmem.storage import db
+from localmem.util.clock import now_iso
 
 KIND = "extract"
 LEASE_S = 600.0
 BACKOFF_S = 5.0  # after attempt n, wait BACKOFF_S * 4**(n-1), at most BACKOFF_CAP_S
 BACKOFF_CAP_S = 3600.0
-log = logging.getLogger(__name__)
-POLL_S = 1.0
-
-
-def now_iso(offset_s: float = 0.0) -> str:
-    t = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=offset_s)
-    return t.isoformat(timespec="milliseconds")
 
 
 def worker_id() -> str:
@@ -189,121 +172,3 @@ def parked(conn: apsw.Connection, limit: int = 20) -> list[dict[str, object]]:
         (limit,),
     ).fetchall()
     return [{"job": a, "kind": k, "turn_id": b, "attempts": c, "error": d, "at": e} for a, k, b, c, d, e in rows]
-
-
-@dataclass
-class WorkerStats:
-    turns: int = 0
-    failed: int = 0
-    parked: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    generated_tokens: int = 0
-    cues_kept: int = 0
-    cues_rejected: int = 0
-    antecedent_turns: int = 0
-    antecedent_calls: int = 0
-    antecedent_candidates: int = 0
-    antecedent_edges: int = 0
-    started: float = field(default_factory=time.perf_counter)
-
-    def to_dict(self) -> dict[str, float]:
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
-        return {
-            "turns": self.turns,
-            "failed": self.failed,
-            "parked": self.parked,
-            "calls": self.calls,
-            "prompt_tokens": self.prompt_tokens,
-            "generated_tokens": self.generated_tokens,
-            "cues_kept": self.cues_kept,
-            "cues_rejected": self.cues_rejected,
-            "antecedent_turns": self.antecedent_turns,
-            "antecedent_calls": self.antecedent_calls,
-            "antecedent_candidates": self.antecedent_candidates,
-            "antecedent_edges": self.antecedent_edges,
-            "seconds": round(elapsed, 2),
-            "turns_per_s": round(self.turns / elapsed, 3),
-        }
-
-
-def run_worker(
-    store: Store,
-    gen: Generator,
-    *,
-    stop: threading.Event | None = None,
-    once: bool = False,
-    until_empty: bool = False,
-    batch: int | None = None,
-    max_attempts: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    on_batch: Callable[[WorkerStats], None] | None = None,
-) -> WorkerStats:
-    """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
-    ``until_empty``: return when nothing is ready (``localmem enrich``)."""
-    from localmem.antecedent import KIND as ANTECEDENT
-    from localmem.antecedent import run_jobs as antecedent_jobs
-    from localmem.enrich import enrich_jobs
-
-    batch = batch or store.settings.extract_batch
-    max_attempts = max_attempts or store.settings.job_attempts
-    stats = WorkerStats()
-    load = getattr(gen, "load", None)
-    if callable(load):
-        load()  # a model that cannot load must fail the worker, not park every job
-    while stop is None or not stop.is_set():
-        # Extraction first: it gives a turn the memory type its antecedent job needs.
-        step: Callable[[Store, Generator, list[Job], WorkerStats], int] = enrich_jobs
-        jobs = claim(store.conn, batch)
-        if not jobs and store.settings.cable.enabled:
-            step = antecedent_jobs
-            jobs = claim(store.conn, 1, kind=ANTECEDENT)
-        if not jobs:
-            _topics_when_idle(store, gen)
-            if once or until_empty:
-                break
-            (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
-            continue
-        try:
-            step(store, gen, jobs, stats)
-            done = len(jobs)
-        except LocalmemError as exc:
-            done = 0
-            for job in jobs if len(jobs) == 1 else []:
-                state = fail(store.conn, job, f"{type(exc).__name__}: {exc}", max_attempts)
-                stats.failed += 1
-                stats.parked += state == "parked"
-            if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
-                for job in jobs:
-                    try:
-                        step(store, gen, [job], stats)
-                        done += 1
-                    except LocalmemError as one:
-                        state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)
-                        stats.failed += 1
-                        stats.parked += state == "parked"
-        if progress and done:
-            progress(done)
-        if on_batch:
-            on_batch(stats)
-        if once:
-            break
-    return stats
-
-
-def _topics_when_idle(store: Store, gen: Generator) -> None:
-    """The periodic topic layer: once extraction has caught up, group turns that are in
-    no topic yet (after extraction, so labels can use the extracted keywords), and run
-    the theme pass when topics await it (left over after a forget or a label cap). A
-    topic failure is logged, never fatal to the worker: topics are a convenience layer."""
-    from localmem.topics import run_topics
-
-    conn = store.conn
-    if (
-        conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone()
-        or conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone()
-    ):
-        try:
-            run_topics(store, gen)
-        except LocalmemError as exc:
-            log.warning("topic layer: %s", exc)

@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from localmem import db
 from localmem.config import RetrievalParams, Settings
-from localmem.embedding import Embedder
 from localmem.errors import EmbedderMismatch, InputError
-from localmem.linking import link_semantic
-from localmem.records import Context, SessionIn, TurnIn, WriteResult
-from localmem.text import count_words, display_time, parse_time, sentence_spans
-from localmem.vectors import TurnMirror, VectorMirror
+from localmem.models.embedding import Embedder
+from localmem.records import SessionIn, TurnIn, WriteResult
+from localmem.storage import db
+from localmem.storage.graph import link_semantic
+from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.util.text import count_words, display_time, parse_time, sentence_spans
 
 Progress = Callable[[int], None]
 
@@ -75,7 +75,7 @@ class Store:
         self.conn = db.connect(path)
         db.migrate(self.conn)
         if embedder is None:
-            from localmem.embedding import OnnxMiniLM
+            from localmem.models.embedding import OnnxMiniLM
 
             embedder = OnnxMiniLM()
         self.embedder = embedder
@@ -254,7 +254,7 @@ class Store:
                     new += 1
                 results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
             if new_ids:
-                link_semantic(self, new_ids)
+                link_semantic(self.conn, self.mirror("cue"), new_ids, self.params.semantic_k)
         if progress:
             progress(sum(len(ps) for _, ps in prepared))
         return results
@@ -366,20 +366,6 @@ class Store:
             (tid, ord_, sid, ord_ - w, ord_ - 1),
         )
         return tid
-
-    # -- read path --------------------------------------------------------------------
-
-    def reconstruct(
-        self,
-        query: str,
-        budget_tokens: int | None = None,
-        as_of: str | None = None,
-        scope: str | None = None,
-    ) -> Context:
-        from localmem.reconstruct import reconstruct
-
-        budget = self.settings.budget_tokens if budget_tokens is None else budget_tokens
-        return reconstruct(self, query, budget_tokens=budget, as_of=as_of, scope=scope)
 
     # -- forget and stats -------------------------------------------------------------
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from localmem.db import Conn
+from localmem.storage.db import Conn
+from localmem.util.text import line_word_cost
 
 # (count/max query, load query): each load row is (row id, turn id, vector blob).
 _TABLES = {
@@ -121,7 +122,7 @@ class TurnMirror(VectorMirror):
         self.line_words = np.concatenate(
             [
                 self.line_words,
-                np.array([int(str(r[5])) + len(sp.split()) for r, sp in zip(rows, speakers, strict=True)]),
+                np.array([line_word_cost(int(str(r[5])), sp) for r, sp in zip(rows, speakers, strict=True)]),
             ]
         )
         self.speaker.extend(speakers)

@@ -4,7 +4,7 @@ Each function takes a store and returns a :class:`Page` of compact, cited record
 (every record names its turn ids, sessions and times), so a model can reconstruct the
 past step by step (MRAgent 3.4): search cues -> tags of a cue -> turns of a (cue, tag)
 -> cues and context of a turn -> time, people's facts, topics and themes. The active
-loop (``localmem.explore``) and the MCP server call these same functions.
+loop (``localmem.answering.explore``) and the MCP server call these same functions.
 
 This package re-exports the whole public API; import from here. Its modules:
 

@@ -9,7 +9,7 @@ Invariants:
 - read-only: plain SELECTs on ``store.conn``.
 
 The underscored helpers are private to the toolkit package (its tool modules share
-them); ``localmem.explore`` also uses :func:`_visible` and :func:`_time` to apply the
+them); ``localmem.answering.explore`` also uses :func:`_visible` and :func:`_time` to apply the
 same as_of / scope filter to the turn ids a result names.
 """
 
@@ -19,13 +19,13 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from localmem import search
 from localmem.errors import InputError, NotFound
-from localmem.text import parse_time
+from localmem.storage import queries
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
+from localmem.util.text import parse_time
 
 if TYPE_CHECKING:
-    from localmem.store import Store
+    from localmem.storage.store import Store
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 10
@@ -64,7 +64,7 @@ def _text(text: str) -> tuple[str, bool]:
 
 
 def turn_refs(store: Store, ids: Sequence[int]) -> dict[int, TurnRef]:
-    rows = search.turn_rows(store.conn, ids)
+    rows = queries.turn_rows(store.conn, ids)
     out: dict[int, TurnRef] = {}
     for tid, r in rows.items():
         text, clipped = _text(r.text)
@@ -106,8 +106,8 @@ def _visible(store: Store, turn_ids: Sequence[int], as_of: str | None, scope: st
     if not turn_ids:
         return set()
     ok: set[int] = set()
-    sessions = set(search.scope_sessions(store.conn, scope)) if scope else None
-    for tid, r in search.turn_rows(store.conn, turn_ids).items():
+    sessions = set(queries.scope_sessions(store.conn, scope)) if scope else None
+    for tid, r in queries.turn_rows(store.conn, turn_ids).items():
         if as_of is not None and r.ts is not None and r.ts > as_of:
             continue
         if sessions is not None and r.session_id not in sessions:

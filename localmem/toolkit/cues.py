@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from localmem import search
 from localmem.errors import InputError, NotFound
-from localmem.text import fts_query
+from localmem.storage import queries
 from localmem.toolkit.common import (
     _CUE_COLS,
     DEFAULT_LIMIT,
@@ -34,9 +33,10 @@ from localmem.toolkit.common import (
     turn_refs,
 )
 from localmem.toolkit.records import CueHit, Page, TagCount, TurnRef
+from localmem.util.text import fts_query
 
 if TYPE_CHECKING:
-    from localmem.store import Store
+    from localmem.storage.store import Store
 
 CUE_KINDS = ("statement", "triple", "keyword", "fact")
 _POOL = 200  # candidates looked at per matching method in search_cues
@@ -44,7 +44,7 @@ _POOL = 200  # candidates looked at per matching method in search_cues
 
 def _all_words_query(text: str) -> str:
     """FTS5 MATCH for rows holding every content word of ``text`` (quoted, ANDed)."""
-    words = [w for w in fts_query(text, search.STOPWORDS).split(" OR ") if w]
+    words = [w for w in fts_query(text, queries.STOPWORDS).split(" OR ") if w]
     return " AND ".join(words)
 
 
@@ -82,7 +82,7 @@ def search_cues(
     ).fetchall():
         add(int(cid), 3, 1.0, "exact")
     match_all = _all_words_query(text)
-    match_any = fts_query(text, search.STOPWORDS)
+    match_any = fts_query(text, queries.STOPWORDS)
     for table in ("cues_fts", "extracted_cues_fts"):
         for match, tier, name in ((match_all, 2, "all_words"), (match_any, 0, "some_words")):
             if not match:

@@ -26,7 +26,7 @@ from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, turn_
 from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
 
 if TYPE_CHECKING:
-    from localmem.store import Store
+    from localmem.storage.store import Store
 
 
 def _person(person: str) -> str:

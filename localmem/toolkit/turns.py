@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from localmem import search
 from localmem.errors import InputError, NotFound
+from localmem.storage import queries
 from localmem.toolkit.common import (
     _CUE_COLS,
     DEFAULT_LIMIT,
@@ -33,7 +33,7 @@ from localmem.toolkit.common import (
 from localmem.toolkit.records import Link, Neighbour, Page, TurnContext, TurnCues, TurnRef, TurnTime
 
 if TYPE_CHECKING:
-    from localmem.store import Store
+    from localmem.storage.store import Store
 
 
 def turn_cues(store: Store, turn_id: int, *, limit: int = 20, offset: int = 0) -> Page[TurnCues]:
@@ -72,7 +72,7 @@ def turn_context(store: Store, turn_id: int, *, window: int = 2, links: int = DE
     near = {t for _, t in places}
     edges = [
         e
-        for e in search.edges_of(store.conn, [turn_id], ("semantic", "antecedent", "temporal"))
+        for e in queries.edges_of(store.conn, [turn_id], ("semantic", "antecedent", "temporal"))
         if not (e[2] == "temporal" and e[1] in near)
     ]
     out_pairs = {
@@ -150,7 +150,7 @@ def turns_between(
 
 def turn(store: Store, turn_id: int) -> dict[str, Any]:
     """One turn in full (its whole text), with its session and time."""
-    r = search.turn_rows(store.conn, [turn_id]).get(turn_id)
+    r = queries.turn_rows(store.conn, [turn_id]).get(turn_id)
     if r is None:
         raise NotFound(f"no turn with id {turn_id}")
     return {

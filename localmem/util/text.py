@@ -130,3 +130,9 @@ def fts_query(text: str, stopwords: frozenset[str] = frozenset()) -> str:
         seen.add(w)
         words.append('"' + w.replace('"', '""') + '"')
     return " OR ".join(words)
+
+
+def line_word_cost(words: int, speaker: str) -> int:
+    """Words of a turn's context line ("Speaker: text") given the turn's own word count:
+    the one definition the packer and the turn mirror share."""
+    return words + len(speaker.split())

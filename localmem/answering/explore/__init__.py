@@ -23,17 +23,17 @@ set. Every round, call, error and the evidence each round added is kept in the t
 
 This package re-exports the public API; import from here. Its modules:
 
-- :mod:`~localmem.explore.tools`: the tools the model may call, validating and running
+- :mod:`~localmem.answering.explore.tools`: the tools the model may call, validating and running
   one call, compact results;
-- :mod:`~localmem.explore.prompts`: the Navigate and Answer prompts with their JSON
+- :mod:`~localmem.answering.explore.prompts`: the Navigate and Answer prompts with their JSON
   schemas, and the messages built from them;
-- :mod:`~localmem.explore.trace`: the trace records (``Call``, ``Round``, ``Exploration``);
-- :mod:`~localmem.explore.loop`: :func:`explore` itself, its bounds and defaults.
+- :mod:`~localmem.answering.explore.trace`: the trace records (``Call``, ``Round``, ``Exploration``);
+- :mod:`~localmem.answering.explore.loop`: :func:`explore` itself, its bounds and defaults.
 """
 
 from __future__ import annotations
 
-from localmem.explore.loop import (
+from localmem.answering.explore.loop import (
     ANSWER_TOKENS,
     EVIDENCE_TOKENS,
     MAX_CALLS,
@@ -43,7 +43,7 @@ from localmem.explore.loop import (
     NAVIGATE_TOKENS,
     explore,
 )
-from localmem.explore.prompts import (
+from localmem.answering.explore.prompts import (
     ANSWER_PROMPT,
     ANSWER_SCHEMA,
     NAVIGATE_PROMPT,
@@ -54,7 +54,7 @@ from localmem.explore.prompts import (
     prompt_size,
     tool_list,
 )
-from localmem.explore.tools import (
+from localmem.answering.explore.tools import (
     RESULT_CHARS,
     RESULT_ITEMS,
     SNIPPET_CHARS,
@@ -65,7 +65,7 @@ from localmem.explore.tools import (
     run_call,
     validate,
 )
-from localmem.explore.trace import Call, Exploration, Round
+from localmem.answering.explore.trace import Call, Exploration, Round
 
 __all__ = [
     "ANSWER_PROMPT",

@@ -1,8 +1,8 @@
 """The active loop: Navigate rounds until the model is done or a bound is hit, then Answer.
 
-See :mod:`localmem.explore` for the method. This module owns the bounds and the order
-of model calls; the tools live in :mod:`~localmem.explore.tools`, the prompts and
-schemas in :mod:`~localmem.explore.prompts`, the trace in :mod:`~localmem.explore.trace`.
+See :mod:`localmem.answering.explore` for the method. This module owns the bounds and the order
+of model calls; the tools live in :mod:`~localmem.answering.explore.tools`, the prompts and
+schemas in :mod:`~localmem.answering.explore.prompts`, the trace in :mod:`~localmem.answering.explore.trace`.
 
 Invariants:
 - at most ``max_rounds`` Navigate rounds and ``max_calls`` calls per round; a repeated
@@ -18,8 +18,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from localmem.errors import InputError, ModelError
-from localmem.explore.prompts import (
+from localmem.answering.explore.prompts import (
     ANSWER_PROMPT,
     ANSWER_SCHEMA,
     answer_messages,
@@ -28,13 +27,14 @@ from localmem.explore.prompts import (
     navigate_schema,
     prompt_size,
 )
-from localmem.explore.tools import run_call
-from localmem.explore.trace import Call, Exploration, Round
-from localmem.text import count_tokens
+from localmem.answering.explore.tools import run_call
+from localmem.answering.explore.trace import Call, Exploration, Round
+from localmem.errors import InputError, ModelError
+from localmem.util.text import count_tokens
 
 if TYPE_CHECKING:
-    from localmem.llm import Generator
-    from localmem.store import Store
+    from localmem.models.llm import Generator
+    from localmem.storage.store import Store
 
 MAX_ROUNDS = 8
 MAX_CALLS = 10

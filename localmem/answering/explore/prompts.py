@@ -18,12 +18,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from localmem import toolkit
-from localmem.explore.tools import TOOLS, Param
-from localmem.text import count_tokens
+from localmem.answering.explore.tools import TOOLS, Param
+from localmem.util.text import count_tokens
 
 if TYPE_CHECKING:
-    from localmem.explore.trace import Round
-    from localmem.store import Store
+    from localmem.answering.explore.trace import Round
+    from localmem.storage.store import Store
 
 
 def _arg_schema(p: Param) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from localmem.errors import InputError, LocalmemError
 from localmem.toolkit.common import _time, _visible
 
 if TYPE_CHECKING:
-    from localmem.store import Store
+    from localmem.storage.store import Store
 
 RESULT_CHARS = 700  # one call's result as the model sees it
 RESULT_ITEMS = 5  # items per call (the toolkit's limit, clamped)

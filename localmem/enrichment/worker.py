@@ -1,0 +1,115 @@
+"""The enrichment worker: claims jobs from the durable queue and runs the step for
+their kind (extraction, then CABLE's antecedent construction when enabled), and the
+topic and theme passes when the queue is idle.
+
+Invariants: every job goes through the queue's claim/finish/fail protocol
+(``localmem/storage/queue.py``); a failing batch is retried turn by turn under the same
+claim so one bad turn cannot fail its neighbours; model calls happen outside any
+transaction (inside the steps).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from localmem.enrichment.antecedent import KIND as ANTECEDENT
+from localmem.enrichment.antecedent import run_jobs as antecedent_jobs
+from localmem.enrichment.enrich import enrich_jobs
+from localmem.enrichment.stats import TopicStats, WorkerStats
+from localmem.enrichment.themes import run_themes
+from localmem.enrichment.topics import run_topic_jobs
+from localmem.errors import LocalmemError
+from localmem.models.llm import Generator
+from localmem.storage.queue import Job, claim, fail
+from localmem.storage.store import Store
+
+log = logging.getLogger(__name__)
+POLL_S = 1.0
+
+def run_worker(
+    store: Store,
+    gen: Generator,
+    *,
+    stop: threading.Event | None = None,
+    once: bool = False,
+    until_empty: bool = False,
+    batch: int | None = None,
+    max_attempts: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_batch: Callable[[WorkerStats], None] | None = None,
+) -> WorkerStats:
+    """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
+    ``until_empty``: return when nothing is ready (``localmem enrich``)."""
+    batch = batch or store.settings.extract_batch
+    max_attempts = max_attempts or store.settings.job_attempts
+    stats = WorkerStats()
+    load = getattr(gen, "load", None)
+    if callable(load):
+        load()  # a model that cannot load must fail the worker, not park every job
+    while stop is None or not stop.is_set():
+        # Extraction first: it gives a turn the memory type its antecedent job needs.
+        step: Callable[[Store, Generator, list[Job], WorkerStats], int] = enrich_jobs
+        jobs = claim(store.conn, batch)
+        if not jobs and store.settings.cable.enabled:
+            step = antecedent_jobs
+            jobs = claim(store.conn, 1, kind=ANTECEDENT)
+        if not jobs:
+            _topics_when_idle(store, gen)
+            if once or until_empty:
+                break
+            (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
+            continue
+        try:
+            step(store, gen, jobs, stats)
+            done = len(jobs)
+        except LocalmemError as exc:
+            done = 0
+            for job in jobs if len(jobs) == 1 else []:
+                state = fail(store.conn, job, f"{type(exc).__name__}: {exc}", max_attempts)
+                stats.failed += 1
+                stats.parked += state == "parked"
+            if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
+                for job in jobs:
+                    try:
+                        step(store, gen, [job], stats)
+                        done += 1
+                    except LocalmemError as one:
+                        state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)
+                        stats.failed += 1
+                        stats.parked += state == "parked"
+        if progress and done:
+            progress(done)
+        if on_batch:
+            on_batch(stats)
+        if once:
+            break
+    return stats
+
+
+def _topics_when_idle(store: Store, gen: Generator) -> None:
+    """The periodic topic layer: once extraction has caught up, group turns that are in
+    no topic yet (after extraction, so labels can use the extracted keywords), and run
+    the theme pass when topics await it (left over after a forget or a label cap). A
+    topic failure is logged, never fatal to the worker: topics are a convenience layer."""
+
+    conn = store.conn
+    if (
+        conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone()
+        or conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone()
+    ):
+        try:
+            run_topics(store, gen)
+        except LocalmemError as exc:
+            log.warning("topic layer: %s", exc)
+
+
+def run_topics(store: Store, gen: Generator | None = None, *, themes: bool = True) -> TopicStats:
+    """Run every pending topics job, then the cross-session theme pass over the topics
+    that changed (unless ``themes`` is off)."""
+    stats = run_topic_jobs(store, gen)
+    if themes:
+        stats.themes = run_themes(store, gen)
+    return stats

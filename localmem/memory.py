@@ -1,0 +1,119 @@
+"""The library's front door: the one way every entry point opens a store, and the
+``Memory`` facade a Python caller holds.
+
+Invariants:
+- ``localmem.open()``, the CLI and the MCP server all open through ``open_store``: the
+  same settings (file < environment < explicit arguments), the same embedder resolved
+  by ``localmem.models.registry`` (``LOCALMEM_EMBEDDER`` means the same thing for all),
+  the same generator resolution (``generator``);
+- ``Memory`` adds the read path to the store without the store knowing about it: the
+  storage layer never imports retrieval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from localmem.config import Settings, load_settings
+from localmem.models import registry
+from localmem.models.embedding import Embedder
+from localmem.models.llm import LlamaGenerator
+from localmem.records import Context, SessionIn, TurnIn, WriteResult
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.store import Store
+
+
+def open_store(
+    settings: Settings, *, embedder: Embedder | None = None, rebind: bool = False, attempts: int = 6
+) -> Store:
+    """The store at ``settings.db`` with the configured embedder (or ``embedder``).
+    ``rebind=True`` opens a store built with another embedder, for ``reindex``.
+
+    Another process creating or migrating the same file at the same moment can hold the
+    lock that switching to WAL needs past the busy timeout: opening is retried then."""
+    emb = embedder or registry.embedder_for(settings)
+    for i in range(attempts):
+        try:
+            return Store(settings.db, embedder=emb, settings=settings, rebind=rebind)
+        except (apsw.BusyError, apsw.LockedError):
+            if i == attempts - 1:
+                raise
+            time.sleep(0.2 * 2**i)
+    raise AssertionError("unreachable")
+
+
+def generator(settings: Settings, model: str | None = None) -> LlamaGenerator:
+    """The generation model an entry point uses: ``model`` (a flag), else the configured
+    one, else the embedded default."""
+    return registry.generator_for(settings, model)
+
+
+class Memory:
+    """A memory on one SQLite file: write turns, reconstruct the context that answers a
+    question, forget. ``memory.store`` reaches the storage layer for everything else."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    @property
+    def settings(self) -> Settings:
+        return self.store.settings
+
+    def write(
+        self,
+        turns: Sequence[TurnIn] | SessionIn,
+        session: str | None = None,
+        *,
+        source: str = "api",
+        started_at: str | None = None,
+    ) -> WriteResult:
+        """Store turns in one transaction; returns the id of every turn given."""
+        return self.store.write(turns, session, source=source, started_at=started_at)
+
+    def reconstruct(
+        self, query: str, budget_tokens: int | None = None, as_of: str | None = None, scope: str | None = None
+    ) -> Context:
+        """The context of at most ``budget_tokens`` that best answers ``query`` (no model call)."""
+        return reconstruct(self.store, query, budget_tokens, as_of, scope)
+
+    def forget(
+        self,
+        turn_ids: Sequence[int] = (),
+        session: str | None = None,
+        before: str | None = None,
+        source: str | None = None,
+    ) -> int:
+        """Delete turns by id, by session, or older than a time; returns how many."""
+        return self.store.forget(turn_ids, session=session, before=before, source=source)
+
+    def stats(self) -> dict[str, Any]:
+        return self.store.stats()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_memory(
+    path: str | Path | None = None, *, embedder: Embedder | None = None, settings: Settings | None = None
+) -> Memory:
+    """Open (creating and migrating if needed) the memory at ``path``; default: the
+    configured database (``LOCALMEM_DB``, the config file, or the user data dir)."""
+    settings = settings or load_settings()
+    if path is not None:
+        settings = settings.with_overrides(db=path)
+    return Memory(open_store(settings, embedder=embedder))
