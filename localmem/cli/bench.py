@@ -180,7 +180,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
         mod = locomo if args.bench == "locomo" else longmemeval
         if getattr(args, "mode", "recall") == "explore":
-
             if args.enrich:
                 _enrich_locomo(args, settings, workdir, embedder, log)
             gen = generator(settings, None if args.model in (None, "default") else args.model)

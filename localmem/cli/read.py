@@ -111,7 +111,9 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise InputError("each line needs a string field 'query'", path=str(path), where=f"line {n}")
         try:
-            ctx = reconstruct(store, item["query"],
+            ctx = reconstruct(
+                store,
+                item["query"],
                 item.get("budget", args.budget),
                 as_of=item.get("as_of"),
                 scope=item.get("scope", args.scope),

@@ -29,6 +29,7 @@ from localmem.storage.store import Store
 log = logging.getLogger(__name__)
 POLL_S = 1.0
 
+
 def run_worker(
     store: Store,
     gen: Generator,

@@ -101,7 +101,9 @@ def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, o
     return out
 
 
-def _neighbourhood(store: Store, tm: TurnMirror, anchors: dict[int, float], visible: np.ndarray) -> dict[int, tuple[str, str]]:
+def _neighbourhood(
+    store: Store, tm: TurnMirror, anchors: dict[int, float], visible: np.ndarray
+) -> dict[int, tuple[str, str]]:
     """Pool membership with the reason each turn is in it: anchors, their same-session
     neighbours within the temporal window, semantic-edge neighbours of the best anchors."""
     p = store.params

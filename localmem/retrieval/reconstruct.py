@@ -87,5 +87,3 @@ def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_toke
     )
     stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": added}
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)
-
-
