@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,24 +27,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from localmem.errors import LocalmemError, ModelError
 from localmem.models.llm import Generator
+from localmem.storage.retry import retry_locked
 from localmem.storage.store import Store
 
 log = logging.getLogger("localmem.mcp")
 R = TypeVar("R")
-RETRY_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
-
-
-def retry_locked(fn: Callable[[], R], waits: tuple[float, ...] = RETRY_WAITS_S) -> R:
-    """Run ``fn``, again after a pause each time SQLite says the database is busy/locked."""
-    for wait in (*waits, None):
-        try:
-            return fn()
-        except (apsw.BusyError, apsw.LockedError) as exc:
-            if wait is None:
-                raise LocalmemError("the database stayed locked by another process; try again in a moment") from exc
-            log.info("database busy (%s); retrying in %.1fs", exc, wait)
-            time.sleep(wait)
-    raise AssertionError("unreachable")
 
 
 @dataclass
