@@ -23,13 +23,14 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import SchemaError
+from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 # apsw's stubs type every result cell as a union of all SQLite types, while our row
 # shapes are fixed by our own SQL; code outside this module sees connections as Any
 # rather than casting cell by cell.
 Conn: TypeAlias = Any
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = DEFAULT_BUSY_TIMEOUT_MS
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -69,7 +70,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     conn = apsw.Connection(target, flags=flags)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
