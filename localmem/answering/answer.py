@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from localmem.models.llm import Generator
 from localmem.records import Context
 from localmem.retrieval.reconstruct import reconstruct
-
-if TYPE_CHECKING:
-    from localmem.models.llm import Generator
-    from localmem.storage.store import Store
+from localmem.storage.store import Store
 
 MAX_ANSWER_TOKENS = 200
 SYSTEM_PROMPT = """You answer questions about past conversations using only the memory excerpts given.

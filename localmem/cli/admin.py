@@ -11,15 +11,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from localmem.cli import cable_flags
-from localmem.cli.common import open_store, print_json
+from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.config import Settings
 from localmem.errors import InputError
-
-if TYPE_CHECKING:
-    from localmem.cli.common import Subparsers
 
 
 def add_stats(sub: Subparsers) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 from localmem.memory import generator, open_store
 
-if TYPE_CHECKING:
-    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+# a string: argparse's _SubParsersAction is generic only in the type stubs
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 __all__ = ["Subparsers", "generator", "open_store", "print_json"]
 

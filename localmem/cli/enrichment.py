@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.cli import cable_flags
-from localmem.cli.common import print_json
+from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.memory import generator, open_store
 from localmem.util.progress import Progress
-
-if TYPE_CHECKING:
-    from localmem.cli.common import Subparsers
 
 
 def add_worker_parsers(sub: Subparsers) -> None:

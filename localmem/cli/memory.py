@@ -12,17 +12,14 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from localmem.cli.common import open_store, print_json
+from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.util.progress import Progress
-
-if TYPE_CHECKING:
-    from localmem.cli.common import Subparsers
 
 DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her training?"
 

@@ -11,18 +11,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from localmem.cli import cable_flags
-from localmem.cli.common import print_json
+from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.store import Store
-
-if TYPE_CHECKING:
-    from localmem.cli.common import Subparsers
 
 
 def add_query(sub: Subparsers) -> None:

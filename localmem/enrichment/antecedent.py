@@ -32,20 +32,18 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from localmem.config import CableParams
 from localmem.enrichment.antecedent_prompts import line, query_messages, query_schema, verify_messages, verify_schema
 from localmem.enrichment.grounding import keyword_memory_type, low_information
 from localmem.enrichment.stats import WorkerStats
+from localmem.models.llm import Generator
 from localmem.retrieval.pool import earlier_mask, retrieve
 from localmem.storage import db
 from localmem.storage.queries import Filter, turn_rows
 from localmem.storage.queue import Job, finish
-
-if TYPE_CHECKING:
-    from localmem.config import CableParams
-    from localmem.models.llm import Generator
-    from localmem.storage.store import Store
+from localmem.storage.store import Store
 
 KIND = "antecedent"
 QUERY_TOKENS = 120

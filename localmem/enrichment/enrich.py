@@ -15,20 +15,15 @@ store's cue mirror picks the new vectors up, so they take part in retrieval
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from localmem.enrichment.extract import ExtractedCue, TurnExtraction, TurnInput, extract
 from localmem.enrichment.stats import WorkerStats
+from localmem.models.llm import Generator
 from localmem.storage import db
 from localmem.storage.graph import link_semantic
 from localmem.storage.queue import Job, finish, worker_id
-from localmem.storage.store import turn_doc
-
-if TYPE_CHECKING:
-    from localmem.models.llm import Generator
-    from localmem.storage.store import Store
+from localmem.storage.store import Store, turn_doc
 
 EXTRACTED_KINDS = ("triple", "keyword", "fact")
 

@@ -27,17 +27,14 @@ model or writes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from localmem.retrieval.packing import Candidate, context_words, line_words
 from localmem.storage import queries
+from localmem.storage.queries import TurnRow
+from localmem.storage.store import Store
 from localmem.util.text import words_for_tokens
-
-if TYPE_CHECKING:
-    from localmem.storage.queries import TurnRow
-    from localmem.storage.store import Store
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.errors import InputError, NotFound
 from localmem.storage import queries
+from localmem.storage.store import Store
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
 from localmem.util.text import parse_time
-
-if TYPE_CHECKING:
-    from localmem.storage.store import Store
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 10

@@ -14,12 +14,12 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from localmem.errors import InputError, NotFound
 from localmem.storage import queries
+from localmem.storage.store import Store
 from localmem.toolkit.common import (
     _CUE_COLS,
     DEFAULT_LIMIT,
@@ -34,9 +34,6 @@ from localmem.toolkit.common import (
 )
 from localmem.toolkit.records import CueHit, Page, TagCount, TurnRef
 from localmem.util.text import fts_query
-
-if TYPE_CHECKING:
-    from localmem.storage.store import Store
 
 CUE_KINDS = ("statement", "triple", "keyword", "fact")
 _POOL = 200  # candidates looked at per matching method in search_cues

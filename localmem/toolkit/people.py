@@ -19,14 +19,12 @@ Invariants:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.errors import InputError, NotFound
+from localmem.storage.store import Store
 from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, turn_refs
 from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
-
-if TYPE_CHECKING:
-    from localmem.storage.store import Store
 
 
 def _person(person: str) -> str:

@@ -14,10 +14,11 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.errors import InputError, NotFound
 from localmem.storage import queries
+from localmem.storage.store import Store
 from localmem.toolkit.common import (
     _CUE_COLS,
     DEFAULT_LIMIT,
@@ -31,9 +32,6 @@ from localmem.toolkit.common import (
     turn_refs,
 )
 from localmem.toolkit.records import Link, Neighbour, Page, TurnContext, TurnCues, TurnRef, TurnTime
-
-if TYPE_CHECKING:
-    from localmem.storage.store import Store
 
 
 def turn_cues(store: Store, turn_id: int, *, limit: int = 20, offset: int = 0) -> Page[TurnCues]:

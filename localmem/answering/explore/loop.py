@@ -16,7 +16,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem.answering.explore.prompts import (
     ANSWER_PROMPT,
@@ -30,11 +30,9 @@ from localmem.answering.explore.prompts import (
 from localmem.answering.explore.tools import run_call
 from localmem.answering.explore.trace import Call, Exploration, Round
 from localmem.errors import InputError, ModelError
+from localmem.models.llm import Generator
+from localmem.storage.store import Store
 from localmem.util.text import count_tokens
-
-if TYPE_CHECKING:
-    from localmem.models.llm import Generator
-    from localmem.storage.store import Store
 
 MAX_ROUNDS = 8
 MAX_CALLS = 10

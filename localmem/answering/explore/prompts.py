@@ -15,15 +15,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem import toolkit
 from localmem.answering.explore.tools import TOOLS, Param
+from localmem.answering.explore.trace import Round
+from localmem.storage.store import Store
 from localmem.util.text import count_tokens
-
-if TYPE_CHECKING:
-    from localmem.answering.explore.trace import Round
-    from localmem.storage.store import Store
 
 
 def _arg_schema(p: Param) -> dict[str, Any]:

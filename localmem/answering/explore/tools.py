@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localmem import toolkit
 from localmem.errors import InputError, LocalmemError
+from localmem.storage.store import Store
 from localmem.toolkit.common import _time, _visible
-
-if TYPE_CHECKING:
-    from localmem.storage.store import Store
 
 RESULT_CHARS = 700  # one call's result as the model sees it
 RESULT_ITEMS = 5  # items per call (the toolkit's limit, clamped)
