@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import apsw
 import pytest
 
 from localmem.errors import SchemaError
+from localmem.records import TurnIn
 from localmem.storage import db
+from localmem.storage.store import Store
+from tests.conftest import HashEmbedder
 
 
 def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
@@ -73,52 +77,93 @@ def test_migration_files_are_numbered_without_gaps() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
+SNAPSHOT = Path(__file__).parent / "data" / "schema.sql"
+UPDATE_ENV = "LOCALMEM_UPDATE_SNAPSHOT"
+
+
+def schema_text(conn: db.Conn) -> str:
+    """Every row of sqlite_master (tables, indexes, triggers, FTS5 and vec0 shadow
+    tables) as reviewable SQL text, in a stable order."""
+    out: list[str] = []
+    for kind, name, table, sql in conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+    ):
+        out.append(f"-- {kind} {name} on {table}")
+        out.append(f"{sql};" if sql is not None else "-- (made by SQLite, no sql)")
+        out.append("")
+    return "\n".join(out)
+
+
 def test_schema_snapshot(tmp_path: Path) -> None:
-    """A change to the migrated schema must be reviewed: update the snapshot with it."""
-    conn = db.connect(tmp_path / "a.db")
-    db.migrate(conn)
-    shadow = ("_data", "_idx", "_docsize", "_config", "_content")  # FTS5's own tables
-    rows = [
-        (t, n)
-        for t, n in conn.execute(
-            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    """The whole schema of a fresh store bound to a 64-d embedder: every migration plus the
+    vec0 tables made from migrations/vectors.sql. A change to it must be reviewed."""
+    with Store(tmp_path / "a.db", embedder=HashEmbedder(64)) as store:
+        actual = schema_text(store.conn)
+    if os.environ.get(UPDATE_ENV) == "1":
+        SNAPSHOT.write_text(actual, "utf-8")
+    expected = SNAPSHOT.read_text("utf-8") if SNAPSHOT.is_file() else ""
+    assert actual == expected, (
+        "the migrated schema differs from tests/data/schema.sql. If the change is intended "
+        f"(a new migration, a new sqlite-vec), regenerate the snapshot with `{UPDATE_ENV}=1 "
+        ".venv/bin/python -m pytest tests/test_db.py -k schema_snapshot` and review its diff."
+    )
+
+
+def test_vector_tables_come_from_the_template(tmp_path: Path) -> None:
+    """migrations/vectors.sql is the one definition: binding and reindex both use it."""
+    template = db.vector_tables_sql(48)
+    assert "float[48]" in template and "{dim}" not in template
+    path = tmp_path / "a.db"
+    with Store(path, embedder=HashEmbedder(48, "hash-48")) as store:
+        store.write([TurnIn(text="I planted tomatoes today.", speaker="Ana")], session="s")
+    with Store(path, embedder=HashEmbedder(32, "hash-32"), rebind=True) as store:
+        store.reindex()
+        sql = dict(store.conn.execute("SELECT name, sql FROM sqlite_master WHERE name IN ('turn_vec', 'cue_vec')"))
+        assert sql["turn_vec"] in db.vector_tables_sql(32)
+        assert sql["cue_vec"] in db.vector_tables_sql(32)
+        triggers = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        assert {"turn_vec_delete", "cue_vec_delete"} <= triggers  # reindex keeps them
+        assert store.forget(session="s") == 1
+        assert store.conn.execute("SELECT count(*) FROM turn_vec").fetchone()[0] == 0
+        assert store.conn.execute("SELECT count(*) FROM cue_vec").fetchone()[0] == 0
+
+
+def test_bad_dimension_is_refused() -> None:
+    for dim in (0, -3, True, 1.5):
+        with pytest.raises(SchemaError, match="dimension"):
+            db.vector_tables_sql(dim)  # type: ignore[arg-type]
+
+
+def test_store_from_before_0007_keeps_working(tmp_path: Path) -> None:
+    """A store made before the triggers moved to migration 0007 (tables and triggers made
+    in Python) migrates, keeps its vectors, and forgetting still clears them."""
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    db.migrate(conn, db.migrations()[:6])
+    with db.transaction(conn):
+        conn.execute(  # as Store._create_vector_tables made them
+            "CREATE VIRTUAL TABLE turn_vec USING vec0("
+            "turn_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);"
+            "CREATE VIRTUAL TABLE cue_vec USING vec0("
+            "cue_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);"
         )
-        if not ("_fts_" in n and n.endswith(shadow))
-    ]
-    assert rows == [
-        ("index", "cue_tags_tag"),
-        ("index", "cue_tags_turn"),
-        ("index", "cues_turn"),
-        ("index", "edges_dst"),
-        ("index", "ingest_files_fingerprint"),
-        ("index", "jobs_state"),
-        ("index", "topic_turns_turn"),
-        ("index", "topics_kind"),
-        ("index", "turn_enrichment_type"),
-        ("index", "turns_source_id"),
-        ("index", "turns_ts"),
-        ("table", "antecedent_runs"),
-        ("table", "cue_tags"),
-        ("table", "cues"),
-        ("table", "cues_fts"),
-        ("table", "edges"),
-        ("table", "extracted_cues_fts"),
-        ("table", "ingest_files"),
-        ("table", "jobs"),
-        ("table", "meta"),
-        ("table", "sessions"),
-        ("table", "tags"),
-        ("table", "theme_topics"),
-        ("table", "topic_turns"),
-        ("table", "topics"),
-        ("table", "turn_enrichment"),
-        ("table", "turns"),
-        ("table", "turns_fts"),
-        ("trigger", "cues_fts_delete"),
-        ("trigger", "extracted_cues_fts_delete"),
-        ("trigger", "topic_turns_delete"),
-        ("trigger", "turns_fts_delete"),
-    ]
+        conn.execute(
+            "CREATE TRIGGER turn_vec_delete AFTER DELETE ON turns BEGIN DELETE FROM turn_vec WHERE turn_id = old.id; END;"
+            "CREATE TRIGGER cue_vec_delete AFTER DELETE ON cues BEGIN DELETE FROM cue_vec WHERE cue_id = old.id; END;"
+            "INSERT INTO meta(key, value) VALUES ('embedder_id', 'test-hash-64'), ('embedder_dim', '64')"
+        )
+    conn.close()
+    with Store(path, embedder=HashEmbedder(64)) as store:
+        assert db.user_version(store.conn) == len(db.migrations())
+        store.write([TurnIn(text="The bike chain broke.", speaker="Ben")], session="s")
+        assert store.conn.execute("SELECT count(*) FROM turn_vec").fetchone()[0] == 1
+        assert store.forget(session="s") == 1
+        assert store.conn.execute("SELECT count(*) FROM turn_vec").fetchone()[0] == 0
+        assert store.conn.execute("SELECT count(*) FROM cue_vec").fetchone()[0] == 0
+        fresh = tmp_path / "fresh.db"
+        with Store(fresh, embedder=HashEmbedder(64)) as other:
+            names = "SELECT type, name FROM sqlite_master ORDER BY type, name"
+            assert store.conn.execute(names).fetchall() == other.conn.execute(names).fetchall()
 
 
 def test_jobs_and_enrichment_columns(tmp_path: Path) -> None:

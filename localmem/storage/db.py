@@ -81,6 +81,30 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     return conn
 
 
+VECTOR_TABLES = ("turn_vec", "cue_vec")
+
+
+def vector_tables_sql(dim: int) -> str:
+    """The DDL of the vec0 tables for ``dim``-dimensional vectors, from the template
+    ``migrations/vectors.sql`` (their dimension is the embedder's, so they are made when a
+    store is bound to one rather than by a numbered migration)."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise SchemaError(f"vector dimension must be a positive integer, got {dim!r}")
+    template = _migrations_dir().joinpath("vectors.sql").read_text("utf-8")
+    return template.replace("{dim}", str(dim))
+
+
+def create_vector_tables(conn: Conn, dim: int) -> None:
+    """Make ``turn_vec`` and ``cue_vec``; call inside the transaction that records the embedder."""
+    conn.execute(vector_tables_sql(dim))
+
+
+def drop_vector_tables(conn: Conn) -> None:
+    """Drop ``turn_vec`` and ``cue_vec`` (reindex remakes them); their delete triggers stay."""
+    for table in VECTOR_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
 def user_version(conn: Conn) -> int:
     row = conn.execute("PRAGMA user_version").fetchone()
     return int(row[0]) if row else 0

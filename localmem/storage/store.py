@@ -132,7 +132,7 @@ class Store:
         if stored is None:
             with db.transaction(self.conn):
                 if self.meta("embedder_id") is None:
-                    self._create_vector_tables(self.embedder.dim)
+                    db.create_vector_tables(self.conn, self.embedder.dim)
                     self._set_embedder_meta()
             return
         if stored != self.embedder.model_id or int(self.meta("embedder_dim") or 0) != self.embedder.dim:
@@ -146,22 +146,6 @@ class Store:
     def _set_embedder_meta(self) -> None:
         for key, value in (("embedder_id", self.embedder.model_id), ("embedder_dim", str(self.embedder.dim))):
             self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-
-    def _create_vector_tables(self, dim: int) -> None:
-        self.conn.execute(
-            f"""
-            CREATE VIRTUAL TABLE turn_vec USING vec0(
-                turn_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
-            CREATE VIRTUAL TABLE cue_vec USING vec0(
-                cue_id INTEGER PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);
-            CREATE TRIGGER turn_vec_delete AFTER DELETE ON turns BEGIN
-                DELETE FROM turn_vec WHERE turn_id = old.id;
-            END;
-            CREATE TRIGGER cue_vec_delete AFTER DELETE ON cues BEGIN
-                DELETE FROM cue_vec WHERE cue_id = old.id;
-            END;
-            """
-        )
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every turn and cue with this store's embedder (after a model change)."""
@@ -188,11 +172,8 @@ class Store:
             cue_vecs += list(self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in extracted]))
         cv = np.array(cue_vecs, dtype=np.float32).reshape(len(cue_ids), self.embedder.dim)
         with db.transaction(self.conn):
-            self.conn.execute(
-                "DROP TABLE IF EXISTS turn_vec; DROP TABLE IF EXISTS cue_vec;"
-                "DROP TRIGGER IF EXISTS turn_vec_delete; DROP TRIGGER IF EXISTS cue_vec_delete;"
-            )
-            self._create_vector_tables(self.embedder.dim)
+            db.drop_vector_tables(self.conn)
+            db.create_vector_tables(self.conn, self.embedder.dim)
             self._set_embedder_meta()
             self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
             self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)

@@ -1,0 +1,348 @@
+-- index cue_tags_tag on cue_tags
+CREATE INDEX cue_tags_tag ON cue_tags (tag_id);
+
+-- index cue_tags_turn on cue_tags
+CREATE INDEX cue_tags_turn ON cue_tags (turn_id);
+
+-- index cues_turn on cues
+CREATE INDEX cues_turn ON cues (turn_id);
+
+-- index edges_dst on edges
+CREATE INDEX edges_dst ON edges (dst, kind);
+
+-- index ingest_files_fingerprint on ingest_files
+CREATE INDEX ingest_files_fingerprint ON ingest_files (fingerprint);
+
+-- index jobs_state on jobs
+CREATE INDEX jobs_state ON jobs (state, kind);
+
+-- index sqlite_autoindex_cue_vec_info_1 on cue_vec_info
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_cue_vec_vector_chunks00_1 on cue_vec_vector_chunks00
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_cues_1 on cues
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_ingest_files_1 on ingest_files
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_jobs_1 on jobs
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_meta_1 on meta
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_sessions_1 on sessions
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_tags_1 on tags
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_theme_topics_1 on theme_topics
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_turn_vec_info_1 on turn_vec_info
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_turn_vec_vector_chunks00_1 on turn_vec_vector_chunks00
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_turns_1 on turns
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_turns_2 on turns
+-- (made by SQLite, no sql)
+
+-- index topic_turns_turn on topic_turns
+CREATE INDEX topic_turns_turn ON topic_turns (turn_id);
+
+-- index topics_kind on topics
+CREATE INDEX topics_kind ON topics (kind, themed);
+
+-- index turn_enrichment_type on turn_enrichment
+CREATE INDEX turn_enrichment_type ON turn_enrichment (memory_type);
+
+-- index turns_source_id on turns
+CREATE INDEX turns_source_id ON turns (source_id);
+
+-- index turns_ts on turns
+CREATE INDEX turns_ts ON turns (ts);
+
+-- table antecedent_runs on antecedent_runs
+CREATE TABLE antecedent_runs (
+    turn_id          INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+    memory_type      TEXT,
+    skipped          TEXT NOT NULL DEFAULT '',   -- why no search was made, '' when one was
+    queries          TEXT NOT NULL DEFAULT '[]', -- JSON list of the antecedent queries
+    direct           INTEGER NOT NULL DEFAULT 0, -- |B|: direct neighbours of the new turn
+    retrieved        INTEGER NOT NULL DEFAULT 0, -- |H|: union of the per-query results
+    candidates       INTEGER NOT NULL DEFAULT 0, -- |C| = |H \ B| (|H| without subtraction)
+    accepted         INTEGER NOT NULL DEFAULT 0, -- antecedent edges stored
+    calls            INTEGER NOT NULL DEFAULT 0, -- model calls (queries + verification)
+    prompt_tokens    INTEGER NOT NULL DEFAULT 0,
+    generated_tokens INTEGER NOT NULL DEFAULT 0,
+    variant          TEXT NOT NULL DEFAULT '',   -- construction switches in force
+    model            TEXT NOT NULL DEFAULT '',
+    created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+) STRICT;
+
+-- table cue_tags on cue_tags
+CREATE TABLE cue_tags (
+    cue_id  INTEGER NOT NULL REFERENCES cues (id) ON DELETE CASCADE,
+    tag_id  INTEGER NOT NULL REFERENCES tags (id) ON DELETE CASCADE,
+    turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    PRIMARY KEY (cue_id, tag_id, turn_id)
+) STRICT, WITHOUT ROWID;
+
+-- table cue_vec on cue_vec
+CREATE VIRTUAL TABLE cue_vec USING vec0(
+    cue_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);
+
+-- table cue_vec_chunks on cue_vec_chunks
+CREATE TABLE "cue_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,validity BLOB NOT NULL,rowids BLOB NOT NULL);
+
+-- table cue_vec_info on cue_vec_info
+CREATE TABLE "cue_vec_info" (key text primary key, value any);
+
+-- table cue_vec_rowids on cue_vec_rowids
+CREATE TABLE "cue_vec_rowids"(rowid INTEGER PRIMARY KEY AUTOINCREMENT,id,chunk_id INTEGER,chunk_offset INTEGER);
+
+-- table cue_vec_vector_chunks00 on cue_vec_vector_chunks00
+CREATE TABLE "cue_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL);
+
+-- table cues on cues
+CREATE TABLE cues (
+    id         INTEGER PRIMARY KEY,
+    turn_id    INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('statement', 'triple', 'keyword', 'fact')),
+    text       TEXT NOT NULL,
+    subject    TEXT,
+    relation   TEXT,
+    object     TEXT,
+    span_start INTEGER NOT NULL,           -- character span of the source turn it rests on
+    span_end   INTEGER NOT NULL,
+    extractor  TEXT NOT NULL DEFAULT 'split',
+    UNIQUE (turn_id, kind, text)
+) STRICT;
+
+-- table cues_fts on cues_fts
+CREATE VIRTUAL TABLE cues_fts USING fts5 (
+    doc, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- table cues_fts_config on cues_fts_config
+CREATE TABLE 'cues_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+-- table cues_fts_data on cues_fts_data
+CREATE TABLE 'cues_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+-- table cues_fts_docsize on cues_fts_docsize
+CREATE TABLE 'cues_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB, origin INTEGER);
+
+-- table cues_fts_idx on cues_fts_idx
+CREATE TABLE 'cues_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+-- table edges on edges
+CREATE TABLE edges (
+    src        INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    dst        INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    kind       TEXT NOT NULL CHECK (kind IN ('temporal', 'semantic', 'antecedent')),
+    weight     REAL NOT NULL DEFAULT 1.0,
+    reason     TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    PRIMARY KEY (src, dst, kind),
+    CHECK (src != dst)
+) STRICT, WITHOUT ROWID;
+
+-- table extracted_cues_fts on extracted_cues_fts
+CREATE VIRTUAL TABLE extracted_cues_fts USING fts5 (
+    doc, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- table extracted_cues_fts_config on extracted_cues_fts_config
+CREATE TABLE 'extracted_cues_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+-- table extracted_cues_fts_data on extracted_cues_fts_data
+CREATE TABLE 'extracted_cues_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+-- table extracted_cues_fts_docsize on extracted_cues_fts_docsize
+CREATE TABLE 'extracted_cues_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB, origin INTEGER);
+
+-- table extracted_cues_fts_idx on extracted_cues_fts_idx
+CREATE TABLE 'extracted_cues_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+-- table ingest_files on ingest_files
+CREATE TABLE ingest_files (
+    id            INTEGER PRIMARY KEY,
+    path          TEXT NOT NULL,              -- absolute path where the file was last seen
+    format        TEXT NOT NULL,
+    options       TEXT NOT NULL DEFAULT '',   -- e.g. 'sample=conv-26'
+    size          INTEGER NOT NULL,           -- bytes when last read
+    mtime_ns      INTEGER NOT NULL,
+    fingerprint   TEXT NOT NULL,              -- sha256 of size + first and last 64 KiB
+    resume_offset INTEGER NOT NULL DEFAULT 0, -- byte offset just after the last stored unit
+    resume_unit   INTEGER NOT NULL DEFAULT 0, -- units before that offset
+    resume_line   INTEGER NOT NULL DEFAULT 1, -- line number at that offset
+    prefix_hash   TEXT NOT NULL DEFAULT '',   -- sha256 of the 64 KiB at the start and before the offset
+    complete      INTEGER NOT NULL DEFAULT 0, -- 1 once the file was read to its end
+    updated_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    UNIQUE (path, format, options)
+) STRICT;
+
+-- table jobs on jobs
+CREATE TABLE jobs (
+    id         INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    turn_id    INTEGER REFERENCES turns (id) ON DELETE CASCADE,
+    state      TEXT NOT NULL DEFAULT 'pending'
+               CHECK (state IN ('pending', 'running', 'done', 'parked')),
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    not_before TEXT,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')), locked_by TEXT, locked_until TEXT,
+    UNIQUE (kind, turn_id)
+) STRICT;
+
+-- table meta on meta
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+
+-- table sessions on sessions
+CREATE TABLE sessions (
+    id         INTEGER PRIMARY KEY,
+    source     TEXT NOT NULL,              -- where it came from: a file name, "mcp", "api"
+    key        TEXT NOT NULL,              -- the source's own id for the session
+    title      TEXT NOT NULL DEFAULT '',
+    started_at TEXT,                       -- naive ISO-8601, the source's clock
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    UNIQUE (source, key)
+) STRICT;
+
+-- table sqlite_sequence on sqlite_sequence
+CREATE TABLE sqlite_sequence(name,seq);
+
+-- table tags on tags
+CREATE TABLE tags (
+    id   INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+) STRICT;
+
+-- table theme_topics on theme_topics
+CREATE TABLE theme_topics (
+    theme_id INTEGER NOT NULL REFERENCES topics (id) ON DELETE CASCADE,
+    topic_id INTEGER NOT NULL UNIQUE REFERENCES topics (id) ON DELETE CASCADE,
+    PRIMARY KEY (theme_id, topic_id)
+) STRICT, WITHOUT ROWID;
+
+-- table topic_turns on topic_turns
+CREATE TABLE topic_turns (
+    topic_id INTEGER NOT NULL REFERENCES topics (id) ON DELETE CASCADE,
+    turn_id  INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    PRIMARY KEY (topic_id, turn_id)
+) STRICT, WITHOUT ROWID;
+
+-- table topics on topics
+CREATE TABLE topics (
+    id         INTEGER PRIMARY KEY,
+    label      TEXT NOT NULL,
+    summary    TEXT NOT NULL DEFAULT '',
+    updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+, kind TEXT NOT NULL DEFAULT 'session' CHECK (kind IN ('session', 'theme')), themed INTEGER NOT NULL DEFAULT 0) STRICT;
+
+-- table turn_enrichment on turn_enrichment
+CREATE TABLE turn_enrichment (
+    turn_id       INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
+    memory_type   TEXT CHECK (memory_type IN ('event', 'opinion', 'plan', 'state_change')),
+    type_source   TEXT NOT NULL CHECK (type_source IN ('model', 'keyword', 'none')),
+    low_info      INTEGER NOT NULL DEFAULT 0,   -- 1: filtered before any model call
+    cues_kept     INTEGER NOT NULL DEFAULT 0,
+    cues_rejected INTEGER NOT NULL DEFAULT 0,   -- not supported by the turn text
+    model         TEXT NOT NULL DEFAULT '',
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+) STRICT;
+
+-- table turn_vec on turn_vec
+CREATE VIRTUAL TABLE turn_vec USING vec0(
+    turn_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);
+
+-- table turn_vec_chunks on turn_vec_chunks
+CREATE TABLE "turn_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,validity BLOB NOT NULL,rowids BLOB NOT NULL);
+
+-- table turn_vec_info on turn_vec_info
+CREATE TABLE "turn_vec_info" (key text primary key, value any);
+
+-- table turn_vec_rowids on turn_vec_rowids
+CREATE TABLE "turn_vec_rowids"(rowid INTEGER PRIMARY KEY AUTOINCREMENT,id,chunk_id INTEGER,chunk_offset INTEGER);
+
+-- table turn_vec_vector_chunks00 on turn_vec_vector_chunks00
+CREATE TABLE "turn_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL);
+
+-- table turns on turns
+CREATE TABLE turns (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    ord        INTEGER NOT NULL,           -- order within the session
+    speaker    TEXT NOT NULL DEFAULT '',
+    role       TEXT NOT NULL DEFAULT 'user',
+    text       TEXT NOT NULL,
+    ts         TEXT,                       -- naive ISO-8601
+    source_id  TEXT,                       -- the source's native turn id, e.g. LoCoMo "D3:5"
+    hash       TEXT NOT NULL UNIQUE,       -- sha256 of session identity + speaker + text + native id
+    words      INTEGER NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    UNIQUE (session_id, ord)
+) STRICT;
+
+-- table turns_fts on turns_fts
+CREATE VIRTUAL TABLE turns_fts USING fts5 (
+    doc, content = '', contentless_delete = 1, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+
+-- table turns_fts_config on turns_fts_config
+CREATE TABLE 'turns_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+-- table turns_fts_data on turns_fts_data
+CREATE TABLE 'turns_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+-- table turns_fts_docsize on turns_fts_docsize
+CREATE TABLE 'turns_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB, origin INTEGER);
+
+-- table turns_fts_idx on turns_fts_idx
+CREATE TABLE 'turns_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
+-- trigger cue_vec_delete on cues
+CREATE TRIGGER cue_vec_delete AFTER DELETE ON cues BEGIN
+    DELETE FROM cue_vec WHERE cue_id = old.id;
+END;
+
+-- trigger cues_fts_delete on cues
+CREATE TRIGGER cues_fts_delete AFTER DELETE ON cues BEGIN
+    DELETE FROM cues_fts WHERE rowid = old.id;
+END;
+
+-- trigger extracted_cues_fts_delete on cues
+CREATE TRIGGER extracted_cues_fts_delete AFTER DELETE ON cues WHEN old.kind != 'statement' BEGIN
+    DELETE FROM extracted_cues_fts WHERE rowid = old.id;
+END;
+
+-- trigger topic_turns_delete on topic_turns
+CREATE TRIGGER topic_turns_delete AFTER DELETE ON topic_turns BEGIN
+    UPDATE topics SET themed = 0 WHERE id = old.topic_id;
+    DELETE FROM topics WHERE id = old.topic_id
+        AND NOT EXISTS (SELECT 1 FROM topic_turns WHERE topic_id = old.topic_id);
+END;
+
+-- trigger turn_vec_delete on turns
+CREATE TRIGGER turn_vec_delete AFTER DELETE ON turns BEGIN
+    DELETE FROM turn_vec WHERE turn_id = old.id;
+END;
+
+-- trigger turns_fts_delete on turns
+CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
+    DELETE FROM turns_fts WHERE rowid = old.id;
+END;
