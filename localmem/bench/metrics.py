@@ -19,7 +19,7 @@ import numpy as np
 
 from localmem.errors import InputError
 from localmem.records import Context
-from localmem.retrieval.packing import Candidate, pack, render, rrf
+from localmem.retrieval.packing import Candidate, pack, quote, render, rrf
 from localmem.retrieval.pool import visible_mask
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import queries
@@ -64,7 +64,9 @@ def found_fraction(ctx: Context, evidence: Sequence[str]) -> float:
     if not evidence:
         return 0.0
     by_id = {t.source_id: t for t in ctx.turns}
-    hit = sum(1 for e in evidence if e in by_id and by_id[e].text in ctx.text)
+    # The text must appear whole, as the context quotes it (line breaks followed by the
+    # quote indent; packing.unquote gives the stored text back).
+    hit = sum(1 for e in evidence if e in by_id and quote(by_id[e].text) in ctx.text)
     return hit / len(evidence)
 
 
