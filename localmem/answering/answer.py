@@ -71,6 +71,12 @@ def answer(
 ) -> Answer:
     """Reconstruct the context for ``question`` and let ``gen`` answer from it."""
     ctx = reconstruct(store, question, budget_tokens, as_of=as_of, scope=scope)
+    return answer_from(gen, question, ctx, as_of=as_of)
+
+
+def answer_from(gen: Generator, question: str, ctx: Context, *, as_of: str | None = None) -> Answer:
+    """``gen``'s answer from an already reconstructed ``ctx``. No store access: a caller
+    that serialises store use (the MCP server) runs this outside its store lock."""
     out = gen.generate_json(messages(question, ctx, as_of), SCHEMA, max_tokens=MAX_ANSWER_TOKENS, temperature=0.0)
     try:
         data = json.loads(out.text)
