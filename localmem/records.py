@@ -11,11 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The largest turn text any path accepts (MCP remember, file ingest, the Python API), in
-# characters: bounds one write transaction's work.
-MAX_TURN_CHARS = 100_000
-
-
 # The longest turn text any path stores (MCP remember, Store.write, file ingest), in
 # characters: a longer one is refused with an error naming it, never split or cut.
 MAX_TURN_CHARS = 100_000
