@@ -10,6 +10,7 @@ grounding.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -41,8 +42,6 @@ def run(
         Path(str(db_path) + suffix).unlink(missing_ok=True)
     fmt = detect(data)
     if fmt == "locomo" and sample is None:
-        import json
-
         sample = str(json.loads(data.read_text("utf-8"))[0]["sample_id"])
     # extraction's own cost: antecedent links are measured by ``bench locomo --model``
     settings = replace(settings, cable=replace(settings.cable, enabled=False))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from localmem.answering.explore import explore
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.enrichment.antecedent import cable_totals, per_turn
@@ -21,6 +22,7 @@ from localmem.ingest import locomo
 from localmem.models.embedding import Embedder
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.store import Store
+from localmem.toolkit import turn_refs
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -178,9 +180,6 @@ def run_explore(
     """``--mode explore``: per question, the evidence recall of the turns the model
     explored and of its supports, rounds, calls and tokens, beside reconstruct's recall
     at ``budget`` on the same questions."""
-    from localmem.answering.explore import explore
-    from localmem.toolkit import turn_refs
-
     samples = json.loads(data.read_text("utf-8"))
     rows: list[dict[str, Any]] = []
     for sample in samples[:limit] if limit else samples:

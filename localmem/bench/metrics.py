@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from localmem.errors import InputError
-from localmem.records import Context
+from localmem.records import Context, EvidenceTurn
 from localmem.retrieval.packing import Candidate, pack, quote, render, rrf
 from localmem.retrieval.pool import visible_mask
 from localmem.retrieval.reconstruct import reconstruct
@@ -102,7 +102,6 @@ def _context(store: Store, query: str, ranked: list[tuple[int, float]], budget: 
     rows = queries.turn_rows(store.conn, [c.turn_id for c in cands])
     chosen = pack(cands, rows, budget)
     text, ordered = render(chosen, rows)
-    from localmem.records import EvidenceTurn
 
     turns = tuple(
         EvidenceTurn(

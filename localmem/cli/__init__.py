@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from localmem import __version__
 from localmem.cli import admin, cable_flags, enrichment, memory, read
+from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
 from localmem.config import load_settings
@@ -56,8 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedding model: 'default' (MiniLM ONNX) or a .gguf file (default: $LOCALMEM_EMBEDDER or config)",
     )
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
-
-    from localmem.cli.bench import add_bench_parser
 
     # the order of `localmem --help`: the everyday commands first, groups interleaved
     for add in (
