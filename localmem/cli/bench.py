@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.memory import generator
@@ -114,6 +115,7 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
+    add_reliability_parsers(bsub)
 
 
 def _ints(text: str, what: str) -> list[int]:
