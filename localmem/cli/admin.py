@@ -14,8 +14,12 @@ from pathlib import Path
 
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, open_store, print_json
+from localmem.cli.doctor import run_checks
 from localmem.config import Settings
+from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
+from mcp_server import clientconfig
+from mcp_server.serve import add_arguments, run_from_args
 
 
 def add_stats(sub: Subparsers) -> None:
@@ -38,7 +42,6 @@ def add_serve(sub: Subparsers) -> None:
         description="Run localmem's MCP server. stdio (default) is what desktop clients start; --transport http "
         "serves streamable HTTP on 127.0.0.1 (another --host needs --token). Logs go to stderr.",
     )
-    from mcp_server.serve import add_arguments
 
     add_arguments(c)
     cable_flags.add_read_flags(c)
@@ -69,7 +72,6 @@ def add_mcp_config(sub: Subparsers) -> None:
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.db.exists():
         raise InputError("no database yet; ingest something first", path=str(settings.db))
-    from localmem.enrichment.layers import layer_stats
 
     with open_store(settings) as store:
         stats = store.stats()
@@ -112,8 +114,6 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.cli.doctor import run_checks
-
     checks = run_checks(settings.with_overrides(model=args.model))
     if args.json:
         print_json(checks)
@@ -124,14 +124,10 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from mcp_server.serve import run_from_args
-
     return run_from_args(args, settings)
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
-    from mcp_server import clientconfig
-
     if args.install:
         target, backup = clientconfig.install(settings, args.client, args.path)
         print(f"installed the localmem server into {target}" + (f" (backup: {backup})" if backup else ""))

@@ -9,8 +9,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import apsw
+
 from localmem.config import Settings
 from localmem.memory import generator, open_store
+from localmem.models.registry import default_embedder
+from localmem.storage import db
 
 
 def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
@@ -22,18 +26,12 @@ def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
 
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
-        import apsw
-
-        from localmem.storage import db
-
         conn = db.connect(":memory:")
         vec = conn.execute("SELECT vec_version()").fetchone()[0]
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
 
     def embedder() -> str:
-        from localmem.models.registry import default_embedder
-
         emb = default_embedder(settings.embedder)
         emb.embed(["warm up"])
         texts = [f"I went hiking with my sister on day {i} of the trip." for i in range(64)]

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from typing import Any
 
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
+from localmem.enrichment.layers import layer_stats
+from localmem.enrichment.worker import run_worker
 from localmem.errors import LocalmemError
+from localmem.ingest.watch import stop_on_signals
 from localmem.memory import generator, open_store
+from localmem.storage.queue import counts, enqueue_missing, retry_parked
 from localmem.util.progress import Progress
 
 
@@ -52,9 +57,6 @@ def watch_worker(settings: Settings) -> Any:
     """The enrichment loop to run beside the watcher, when a model is configured."""
     if not settings.model:
         return None
-    import threading
-
-    from localmem.enrichment.worker import run_worker
 
     gen = generator(settings)
 
@@ -69,10 +71,6 @@ def watch_worker(settings: Settings) -> Any:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.enrichment.layers import layer_stats
-    from localmem.enrichment.worker import run_worker
-    from localmem.storage.queue import counts, enqueue_missing, retry_parked
-
     settings = settings.with_overrides(model=args.model, extract_batch=args.batch)
     gen = generator(settings)
     with open_store(settings) as store:
@@ -93,8 +91,6 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             if args.mode == "enrich":
                 stats = run_worker(store, gen, until_empty=True, progress=bar.advance)
             else:
-                from localmem.ingest.watch import stop_on_signals
-
                 stats = run_worker(store, gen, stop=stop_on_signals(), once=args.once, progress=bar.advance)
         layers = layer_stats(store)
         summary = {

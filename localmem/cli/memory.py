@@ -18,6 +18,8 @@ from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
+from localmem.ingest import FORMATS, detect, runner
+from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.util.progress import Progress
 
@@ -25,8 +27,6 @@ DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her t
 
 
 def add_ingest(sub: Subparsers) -> None:
-    from localmem.ingest import FORMATS
-
     c = sub.add_parser(
         "ingest",
         help="ingest a chat log, a chat export or a benchmark file",
@@ -82,8 +82,6 @@ def add_demo(sub: Subparsers) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.ingest import detect, runner
-
     if not args.file.is_file():
         raise InputError("no such file", path=str(args.file))
     fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
@@ -102,8 +100,6 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.ingest.watch import Watcher, stop_on_signals
-
     def show(event: dict[str, Any]) -> None:
         if args.json:
             print_json(event)

@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from localmem.answering.answer import answer
+from localmem.answering.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS, explore
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
@@ -122,8 +124,6 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
 
 
 def _explore(args: argparse.Namespace, settings: Settings, rounds: int, calls: int, max_tokens: int) -> int:
-    from localmem.answering.explore import explore
-
     gen = generator(settings, args.model)
     with open_store(settings) as store:
         res = explore(
@@ -163,10 +163,7 @@ def cmd_explore(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_answer(args: argparse.Namespace, settings: Settings) -> int:
     if args.explore:
-        from localmem.answering.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS
-
         return _explore(args, settings, MAX_ROUNDS, MAX_CALLS, MAX_TOKENS)
-    from localmem.answering.answer import answer
 
     gen = generator(settings, args.model)
     with open_store(settings) as store:
