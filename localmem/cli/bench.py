@@ -11,10 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from localmem.bench import cable_probe, extraction, fit, latency, locomo, longmemeval
+from localmem.bench.locomo import open_conversation_store
+from localmem.bench.metrics import METHODS
+from localmem.cli import cable_flags
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.config import Settings
+from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
 from localmem.memory import generator
+from localmem.models.registry import default_embedder
 
 DEFAULT_METHODS = "bm25,dense,rrf,recent,localmem"
 
@@ -51,7 +57,6 @@ def add_bench_parser(sub: Any) -> None:
             c.add_argument("--questions", type=int, help="explore: at most N questions in all")
             c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
             c.add_argument("--enrich", action="store_true", help="explore: enrich with --model first")
-            from localmem.cli import cable_flags
 
             cable_flags.add_read_flags(c)
             cable_flags.add_build_flags(c, with_off=False)
@@ -86,7 +91,6 @@ def add_bench_parser(sub: Any) -> None:
     )
     c.add_argument("--workdir", type=Path, help="keep the case stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
-    from localmem.cli import cable_flags
 
     cable_flags.add_read_flags(c)
     cable_flags.add_build_flags(c, with_off=False)
@@ -109,7 +113,6 @@ def add_bench_parser(sub: Any) -> None:
         default=0,
         help="add N random antecedent edges per turn first (CABLE's read cost; --no-cable to compare)",
     )
-    from localmem.cli import cable_flags
 
     cable_flags.add_read_flags(c)
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
@@ -129,10 +132,6 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from localmem.bench import fit, latency, locomo, longmemeval
-    from localmem.bench.metrics import METHODS
-    from localmem.models.registry import default_embedder
-
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"localmem-bench-{args.bench}-"))
     workdir.mkdir(parents=True, exist_ok=True)
     embedder = default_embedder(settings.embedder)
@@ -142,16 +141,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     result: dict[str, Any]
     if args.bench == "extraction":
-        from localmem.bench import extraction
-
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
         gen = generator(settings, args.model)
         result = extraction.run(args.data, gen, workdir, embedder, settings, args.limit, args.sample, log)
         print(extraction.table(result))
     elif args.bench == "cable-probe":
-        from localmem.bench import cable_probe
-
         if args.budget <= 0:
             raise InputError(f"--budget must be positive, got {args.budget}")
         gen = generator(settings, None if args.model in (None, "default") else args.model)
@@ -213,9 +208,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, embedder: Any, log: Any) -> None:
     """Build each conversation's store and run the worker over it before recall is
     measured; stores in ``workdir`` keep their enrichment, so a re-run only asks."""
-    from localmem.bench.locomo import open_conversation_store
-    from localmem.enrichment.worker import run_worker
-
     gen = generator(settings, None if args.model == "default" else args.model)
     if not getattr(args, "no_cable", False):  # the benchmark measures CABLE, whatever the default
         settings = replace(settings, cable=replace(settings.cable, enabled=True))
