@@ -3,8 +3,9 @@
 Invariants:
 - every use of the store's connection goes through :meth:`AppState.call` (or holds
   ``AppState.lock``): one call at a time, on a worker thread so the event loop never
-  blocks;
-  library errors become tool errors with the library's message;
+  blocks; library errors become tool errors with the library's message;
+- model generation never holds that lock (:meth:`AppState.generate`): ``answer``
+  reconstructs under it, then the model answers while other tools run;
 - a write that still meets "database is locked" after the busy timeout (another process
   held the write lock that long) is retried with back-off before it reaches the client;
 - the enrichment worker runs in a thread of its own with its own store connection
@@ -25,9 +26,10 @@ import anyio.to_thread
 import apsw
 from mcp.server.mcpserver.exceptions import ToolError
 
+from localmem.enrichment.worker import run_worker
 from localmem.errors import LocalmemError, ModelError
 from localmem.models.llm import Generator
-from localmem.storage.retry import retry_locked
+from localmem.storage.retry import BUSY_ERRORS, retry_locked
 from localmem.storage.store import Store
 
 log = logging.getLogger("localmem.mcp")
@@ -63,12 +65,13 @@ class AppState:
             with self.lock:
                 return job()
 
-        try:
-            return await anyio.to_thread.run_sync(locked)
-        except LocalmemError as exc:
-            raise ToolError(str(exc)) from exc
-        except (apsw.BusyError, apsw.LockedError) as exc:
-            raise ToolError("the database is busy (another process is writing); try again") from exc
+        return await _off_loop(locked)
+
+    async def generate(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+        """Run a model call that does not touch the store: off the event loop and WITHOUT
+        the store lock, so other tools go on while the model works (the generator
+        serialises its own calls), errors translated."""
+        return await _off_loop(functools.partial(fn, *args, **kwargs))
 
     # -- the enrichment worker ---------------------------------------------------------
 
@@ -92,8 +95,6 @@ class AppState:
         self.worker.running = False
 
     def _work(self) -> None:
-        from localmem.enrichment.worker import run_worker
-
         assert self.generator is not None
         try:
             while not self._stop.is_set():
@@ -115,3 +116,12 @@ class AppState:
                     self._stop.wait(5.0)
         finally:
             self.worker.running = False
+
+
+async def _off_loop(job: Callable[[], R]) -> R:
+    try:
+        return await anyio.to_thread.run_sync(job)
+    except LocalmemError as exc:
+        raise ToolError(str(exc)) from exc
+    except BUSY_ERRORS as exc:
+        raise ToolError("the database is busy (another process is writing); try again") from exc
