@@ -10,6 +10,7 @@ __all__ = ["build_server"]
 
 def __getattr__(name: str) -> Any:
     if name == "build_server":
+        # lazy: the MCP SDK takes ~0.5 s to import
         from mcp_server.server import build_server
 
         return build_server

