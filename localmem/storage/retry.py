@@ -18,6 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
 import apsw
@@ -86,3 +87,14 @@ def retry_locked(
 def patiently(fn: Callable[[], R], on_wait: Callable[[], None] | None = None) -> R:
     """``retry_locked`` for writers that must never give up (CLI, watcher, worker)."""
     return retry_locked(fn, forever(), on_wait=on_wait)
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How a store's writes meet another process's lock: wait with back-off, without
+    end, calling ``on_wait`` once per wait (the CLI prints ``WAITING`` on stderr)."""
+
+    on_wait: Callable[[], None] | None = None
+
+    def __call__(self, fn: Callable[[], R]) -> R:
+        return patiently(fn, self.on_wait)

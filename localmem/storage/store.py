@@ -16,11 +16,9 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,10 +28,13 @@ from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage import db
 from localmem.storage.graph import link_semantic
+from localmem.storage.prepare import Prepared, prepare
+from localmem.storage.retry import Patience
 from localmem.storage.vectors import TurnMirror, VectorMirror
-from localmem.util.text import count_words, display_time, parse_time, sentence_spans
+from localmem.util.text import count_words, display_time, parse_time
 
 Progress = Callable[[int], None]
+R = TypeVar("R")
 
 
 def turn_doc(speaker: str, text: str, ts: str | None) -> str:
@@ -42,24 +43,10 @@ def turn_doc(speaker: str, text: str, ts: str | None) -> str:
     return f"[{display_time(ts)}] {who}{text}"
 
 
-def _hash(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:32]
-
-
-@dataclass
-class _Prepared:
-    turn: TurnIn
-    ts: str | None
-    hash: str
-    spans: list[tuple[int, int]]
-
-
 class Store:
     """A memory store on one SQLite file. Use ``localmem.open(path)`` to get one."""
+
+    patience: Patience | None = None  # None: busy errors reach the caller; else waited out (CLI, watcher)
 
     def __init__(
         self,
@@ -169,12 +156,16 @@ class Store:
         if extracted:
             cue_vecs += list(self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in extracted]))
         cv = np.array(cue_vecs, dtype=np.float32).reshape(len(cue_ids), self.embedder.dim)
-        with db.transaction(self.conn):
-            db.drop_vector_tables(self.conn)
-            db.create_vector_tables(self.conn, self.embedder.dim)
-            self._set_embedder_meta()
-            self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
-            self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)
+
+        def swap() -> None:
+            with db.transaction(self.conn):
+                db.drop_vector_tables(self.conn)
+                db.create_vector_tables(self.conn, self.embedder.dim)
+                self._set_embedder_meta()
+                self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
+                self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)
+
+        self.retrying(swap)
         self._mirrors.clear()  # same ids, new vectors: mirrors must be rebuilt
         return len(turns)
 
@@ -185,6 +176,10 @@ class Store:
         )
 
     # -- write path -------------------------------------------------------------------
+
+    def retrying(self, fn: Callable[[], R]) -> R:
+        """Run the write ``fn`` as ``patience`` says when another process holds the lock."""
+        return fn() if self.patience is None else self.patience(fn)
 
     def write(
         self,
@@ -204,50 +199,44 @@ class Store:
 
     def write_sessions(self, sessions: Iterable[SessionIn], progress: Progress | None = None) -> list[WriteResult]:
         """Write several sessions in ONE transaction (ingest batches use this)."""
-        prepared = [(s, [self._prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
+        prepared = [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
         known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
         # Embed outside the transaction: model time must not hold the write lock.
         vectors = self._embed(list(fresh.values()))
-        results: list[WriteResult] = []
-        new_ids: list[int] = []
-        with db.transaction(self.conn):
-            for sess, ps in prepared:
-                sid = self._session_id(sess, ps)
-                ids: list[int] = []
-                new = 0
-                next_ord = self._next_ord(sid)
-                for p in ps:
-                    existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
-                    if existing is not None:
-                        ids.append(int(existing[0]))
-                        continue
-                    if p.hash not in vectors:
-                        # Deleted by another process since we looked: rare enough to
-                        # embed here rather than restart the batch.
-                        vectors.update(self._embed([p]))
-                    tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash])
-                    next_ord += 1
-                    ids.append(tid)
-                    new_ids.append(tid)
-                    new += 1
-                results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
-            if new_ids:
-                link_semantic(self.conn, self.mirror("cue"), new_ids, self.params.semantic_k)
+
+        def commit() -> list[WriteResult]:
+            results: list[WriteResult] = []
+            new_ids: list[int] = []
+            with db.transaction(self.conn):
+                for sess, ps in prepared:
+                    sid = self._session_id(sess, ps)
+                    ids: list[int] = []
+                    new = 0
+                    next_ord = self._next_ord(sid)
+                    for p in ps:
+                        existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
+                        if existing is not None:
+                            ids.append(int(existing[0]))
+                            continue
+                        if p.hash not in vectors:
+                            # Deleted by another process since we looked: rare enough to
+                            # embed here rather than restart the batch.
+                            vectors.update(self._embed([p]))
+                        tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash])
+                        next_ord += 1
+                        ids.append(tid)
+                        new_ids.append(tid)
+                        new += 1
+                    results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
+                if new_ids:
+                    link_semantic(self.conn, self.mirror("cue"), new_ids, self.params.semantic_k)
+            return results
+
+        results = self.retrying(commit)
         if progress:
             progress(sum(len(ps) for _, ps in prepared))
         return results
-
-    def _prepare(self, sess: SessionIn, turn: TurnIn, index: int) -> _Prepared:
-        if not isinstance(turn.text, str) or not turn.text.strip():
-            raise InputError(f"turn {index} of session {sess.key!r} has no text")
-        ts_raw = turn.timestamp or sess.started_at
-        try:
-            ts = parse_time(ts_raw) if ts_raw else None
-        except ValueError as exc:
-            raise InputError(f"turn {index} of session {sess.key!r}: {exc}") from exc
-        h = _hash(sess.source, sess.key, turn.source_id or "", turn.speaker, turn.role, ts or "", turn.text)
-        return _Prepared(turn, ts, h, sentence_spans(turn.text))
 
     def _known_hashes(self, hashes: list[str]) -> set[str]:
         known: set[str] = set()
@@ -257,7 +246,7 @@ class Store:
             known.update(r[0] for r in self.conn.execute(f"SELECT hash FROM turns WHERE hash IN ({marks})", chunk))
         return known
 
-    def _embed(self, fresh: list[_Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _embed(self, fresh: list[Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])
         return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
 
@@ -287,7 +276,7 @@ class Store:
             at += len(spans)
         return vecs[: len(docs)], out
 
-    def _session_id(self, sess: SessionIn, ps: list[_Prepared]) -> int:
+    def _session_id(self, sess: SessionIn, ps: list[Prepared]) -> int:
         started = sess.started_at
         if started:
             try:
@@ -312,7 +301,7 @@ class Store:
         ).fetchone()
         return int(row[0])
 
-    def _insert_turn(self, sid: int, ord_: int, p: _Prepared, tvec: np.ndarray, cvecs: np.ndarray) -> int:
+    def _insert_turn(self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray) -> int:
         t = p.turn
         tid = int(
             self.conn.execute(
@@ -365,14 +354,21 @@ class Store:
             clauses.append("session_id IN (SELECT id FROM sessions WHERE key = ? AND (? IS NULL OR source = ?))")
             args.extend([session, source, source])
         if before is not None:
+            try:
+                args.append(parse_time(before))
+            except (ValueError, OverflowError, OSError) as exc:
+                raise InputError(f"--before {before!r} is not a date or time: {exc}") from exc
             clauses.append("ts < ?")
-            args.append(parse_time(before))
         if not clauses:
             raise InputError("forget needs turn ids, a session, or a time to forget before")
-        with db.transaction(self.conn):
-            n = self.conn.execute(f"DELETE FROM turns WHERE {' OR '.join(clauses)} RETURNING id", args).fetchall()
-            self.conn.execute("DELETE FROM sessions WHERE id NOT IN (SELECT DISTINCT session_id FROM turns)")
-        return len(n)
+
+        def delete() -> int:
+            with db.transaction(self.conn):
+                n = self.conn.execute(f"DELETE FROM turns WHERE {' OR '.join(clauses)} RETURNING id", args).fetchall()
+                self.conn.execute("DELETE FROM sessions WHERE id NOT IN (SELECT DISTINCT session_id FROM turns)")
+            return len(n)
+
+        return self.retrying(delete)
 
     def stats(self) -> dict[str, Any]:
         def one(sql: str) -> int:
