@@ -191,7 +191,7 @@ def _describe(component: list[str], edges: list[Import]) -> str:
         if edge.source in members and target in members and target != edge.source:
             where = "function-local" if edge.local else "TYPE_CHECKING" if edge.type_checking else "module level"
             lines.append(f"    {edge.path.relative_to(ROOT)}:{edge.line} {edge.source} -> {target} ({where})")
-    return "\n".join(lines)
+    return "\n".join(dict.fromkeys(lines))
 
 
 def test_no_import_cycles() -> None:
