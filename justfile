@@ -16,12 +16,13 @@ demo: setup
 test: setup
     {{py}} -m pytest
 
-# format check, lint, type check, tests
+# what CI runs (.ci/run): tests, format check, lint, strict type check, import contracts
 check: setup
+    {{py}} -m pytest
     {{venv}}/bin/ruff format --check .
     {{venv}}/bin/ruff check .
     {{venv}}/bin/mypy
-    {{py}} -m pytest
+    {{venv}}/bin/lint-imports
 
 # recall on LoCoMo dev data and latency at 10k turns (data lives outside the repo)
 bench data="../shared/data/locomo_dev.json": setup
