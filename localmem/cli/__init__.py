@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, memory, read
+from localmem.cli import admin, cable_flags, enrichment, export, memory, read, ui
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -69,10 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         admin.add_stats,
         admin.add_doctor,
         memory.add_forget,
+        export.add_export,
         memory.add_reindex,
         memory.add_demo,
         admin.add_serve,
         admin.add_mcp_config,
+        ui.add_ui,
         add_bench_parser,
     ):
         add(sub)

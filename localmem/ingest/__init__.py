@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest import chatgpt, claude, jsonl, locomo, longmemeval, messages, transcript
+from localmem.ingest import chatgpt, claude, export, jsonl, locomo, longmemeval, messages, transcript
 from localmem.ingest._detect import FORMAT_NAMES, detect
 from localmem.ingest._json import Cursor
-from localmem.ingest._units import Unit, merge
+from localmem.ingest._units import Unit, checked, merge
 from localmem.records import SessionIn
 
 Units = Callable[..., Iterator[Unit]]
@@ -30,6 +30,7 @@ FORMATS: dict[str, Units] = {
     "jsonl": jsonl.units,
     "locomo": locomo.units,
     "longmemeval": longmemeval.units,
+    "localmem": export.units,  # what `localmem export` writes
 }
 OPTIONS: dict[str, frozenset[str]] = {"locomo": frozenset({"sample"}), "longmemeval": frozenset({"question"})}
 
@@ -42,7 +43,7 @@ def units(path: Path, fmt: str, start: Cursor | None = None, **options: Any) -> 
     extra = set(given) - OPTIONS.get(fmt, frozenset())
     if extra:
         raise InputError(f"format {fmt} takes no option {', '.join(sorted(extra))}", path=str(path))
-    return FORMATS[fmt](path, start, **given)
+    return (checked(u, path) for u in FORMATS[fmt](path, start, **given))
 
 
 def load(path: Path, fmt: str | None = None, **options: Any) -> list[SessionIn]:

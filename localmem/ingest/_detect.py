@@ -1,9 +1,10 @@
 """Tell a file's format from its first record (JSON) or its first lines (text).
 
 JSON: the first element of a top-level array, the first line of a JSON Lines file, or
-the one object of the file is looked at: ``mapping`` -> chatgpt, ``chat_messages`` ->
-claude, ``conversation`` -> locomo, ``haystack_sessions`` -> longmemeval, ``messages``
-(or an array of ``{role, content}``) -> messages, any other JSON Lines -> jsonl. Text:
+the one object of the file is looked at: ``localmem`` -> localmem (a ``localmem export``),
+``mapping`` -> chatgpt, ``chat_messages`` -> claude, ``conversation`` -> locomo,
+``haystack_sessions`` -> longmemeval, ``messages`` (or an array of ``{role, content}``)
+-> messages, any other JSON Lines -> jsonl. Text:
 a ``Name: text`` line among the first 64 KiB -> transcript. Anything else is refused
 with a hint to pass ``--format``.
 """
@@ -16,7 +17,7 @@ from localmem.errors import InputError
 from localmem.ingest import transcript
 from localmem.ingest._json import records, shape
 
-FORMAT_NAMES = ("chatgpt", "claude", "messages", "transcript", "jsonl", "locomo", "longmemeval")
+FORMAT_NAMES = ("chatgpt", "claude", "messages", "transcript", "jsonl", "locomo", "longmemeval", "localmem")
 
 
 def detect(path: Path) -> str:
@@ -50,6 +51,7 @@ def _json_format(path: Path) -> str:
     value = first.value
     keys = set(value) if isinstance(value, dict) else set()
     for key, name in (
+        ("localmem", "localmem"),  # a `localmem export` line
         ("mapping", "chatgpt"),
         ("chat_messages", "claude"),
         ("haystack_sessions", "longmemeval"),
