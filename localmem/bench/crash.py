@@ -74,7 +74,7 @@ def _kill_after(proc: subprocess.Popen[Any], delay: float) -> threading.Timer:
 
 def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: set[str]) -> dict[str, Any]:
     path = work / f"round{r}.jsonl"
-    lines = [f"round {r} line {i}: the tide table said {i % 12} o'clock." for i in range(400)]
+    lines = [f"round {r} line {i}: the tide table said {i % 12} o'clock." for i in range(120)]
     with path.open("w", encoding="utf-8") as fh:
         for t in lines:
             fh.write(json.dumps({"text": t, "speaker": "log", "timestamp": "2024-06-01T09:00:00"}) + "\n")
@@ -84,7 +84,7 @@ def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: s
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    timer = _kill_after(proc, rng.uniform(0.5, 6.0))
+    timer = _kill_after(proc, rng.uniform(0.3, 4.0))
     proc.wait()
     timer.cancel()
     killed = proc.returncode == -signal.SIGKILL
@@ -136,7 +136,7 @@ def _mcp_round(dbfile: Path, r: int, rng: random.Random, acked: set[str]) -> dic
         )
         proc.stdout.readline()
         _send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        timer = _kill_after(proc, rng.uniform(0.2, 4.0))
+        timer = _kill_after(proc, rng.uniform(0.2, 3.0))
         while True:
             calls += 1
             texts = [f"round {r} call {calls} turn {j}: the kettle boiled at {j} minutes." for j in range(3)]
@@ -182,7 +182,7 @@ def _worker_round(dbfile: Path, rng: random.Random) -> dict[str, Any]:
     proc = subprocess.Popen(
         _localmem(dbfile, "worker"), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    timer = _kill_after(proc, rng.uniform(2.0, 10.0))
+    timer = _kill_after(proc, rng.uniform(1.5, 6.0))
     proc.wait()
     timer.cancel()
     owner = f"%:{proc.pid}"
@@ -236,7 +236,7 @@ def run(*, rounds: int = 50, seed: int = 0, workdir: Path | None = None) -> dict
             "acknowledged_lost": sum(1 for t in acked if have[t] == 0),
             "duplicated": sum(n - 1 for n in have.values() if n > 1),
             "ingest_rounds": len(ing),
-            "ingest_killed_mid_file": sum(1 for x in ing if x["killed"] and x["committed_at_kill"] < 400),
+            "ingest_killed_mid_file": sum(1 for x in ing if x["killed"] and x["committed_at_kill"] < 120),
             "ingest_resumed": sum(1 for x in ing if x["resumed"]),
             "mcp_rounds": len(mcp),
             "mcp_acknowledged_calls": sum(x["acknowledged_calls"] for x in mcp),
