@@ -27,13 +27,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
-from mcp import Client, StdioServerParameters
 
 from localmem.storage import db
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 QUERIES = ("what did the writer note about the sky", "which colour was mentioned", "ingested line about rivers")
 
@@ -68,6 +70,9 @@ def _env() -> dict[str, str]:
 
 
 def _server(dbfile: Path) -> Client:
+    # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
+    from mcp import Client, StdioServerParameters
+
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "mcp_server", "--db", str(dbfile), "--no-worker"], env=_env()
     )
