@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import apsw
 
 from localmem.config import Settings, load_settings
@@ -113,7 +114,6 @@ def serve(
                 server.run("stdio")
             else:
                 # lazy: the HTTP transport's runtime, only for --transport http
-                import anyio
                 import uvicorn
 
                 app = http_app(server, host, port, token, origins)

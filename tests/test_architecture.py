@@ -32,7 +32,6 @@ LAZY_ALLOWED = (
     "mcp_server.server",
     "uvicorn",
     "starlette",
-    "anyio",
 )
 
 
