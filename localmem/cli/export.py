@@ -13,17 +13,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import apsw
 
-from localmem.cli.common import open_store
+from localmem.cli.common import Subparsers, open_store
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
-
-if TYPE_CHECKING:
-    from localmem.cli.common import Subparsers
 
 
 def add_export(sub: Subparsers) -> None:
