@@ -6,6 +6,7 @@ with a comment saying so. import-linter (``lint-imports``) checks the layer dire
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,19 @@ def test_lazy_import_rule_catches_uncommented_and_internal_imports() -> None:
     assert lazy_allowed("mcp.server.transport_security") and lazy_allowed("mcp_server.server")
     assert not lazy_allowed("mcp_server.serve") and not lazy_allowed("localmem.storage.store")
     assert not lazy_allowed("mcpx")
+
+
+def test_every_package_has_a_layer() -> None:
+    """A new subpackage or top-level module must take a place in the layers contract, or
+    import-linter would not check its direction at all."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    named = {name.strip().strip("()") for layer in layers for name in layer.replace(":", "|").split("|")}
+    outside = {"localmem", "localmem.__main__"}  # re-exports and a dispatch shim only
+    children = {".".join(name.split(".")[:2]) for name in module_files() if name.startswith("localmem.")}
+    missing = sorted(children - named - outside)
+    assert not missing, f"not in the layers contract of pyproject.toml: {missing}"
 
 
 # The checker must be able to fail: plant cycles and bad imports in a scratch package.
