@@ -2,16 +2,14 @@
 folder watcher beside it. ``localmem serve`` and the ``localmem-mcp`` script land here.
 
 stdout is the protocol wire on stdio: everything else (logs, watcher events, errors)
-goes to stderr. HTTP binds to loopback by default with Host/Origin checks (DNS-rebinding
-protection); binding any other address requires a bearer token, compared in constant
-time on every request.
+goes to stderr. HTTP binds to loopback by default behind the gate of ``guard.py`` (Host
+and Origin checks against DNS rebinding and other local pages); binding any other
+address requires a bearer token (``$LOCALMEM_MCP_TOKEN``), checked on every request.
 """
 
 from __future__ import annotations
 
 import argparse
-import hmac
-import ipaddress
 import logging
 import os
 import sys
@@ -27,60 +25,29 @@ from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
+from mcp_server.guard import Gate, is_loopback, policy
 
 log = logging.getLogger("localmem.mcp")
 TOKEN_ENV = "LOCALMEM_MCP_TOKEN"
 DEFAULT_PORT = 8765
-LOOPBACK_NAMES = ("localhost",)
 
 
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def http_app(
+    server: Any,
+    host: str,
+    port: int,
+    token: str | None,
+    origins: Sequence[str] = (),
+    hosts: Sequence[str] = (),
+) -> Any:
+    """The streamable HTTP ASGI app behind the gate (Host, Origin, token; see guard.py)."""
+    from mcp.server.transport_security import TransportSecuritySettings  # lazy: the SDK is slow to import
 
-
-class BearerAuth:
-    """ASGI middleware: HTTP requests need ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self.expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
-                return
-        await self.app(scope, receive, send)
-
-
-def http_app(server: Any, host: str, port: int, token: str | None, origins: Sequence[str] = ()) -> Any:
-    """The streamable HTTP ASGI app: Host/Origin checked always, the token when given."""
-    # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    allowed_origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", *origins]
-    if not is_loopback(host):
-        hosts.append(f"{host}:*")
-        allowed_origins.append(f"http://{host}:*")
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=allowed_origins
+    # The gate checks Host and Origin; the SDK's own check (fixed lists) is turned off.
+    app = server.streamable_http_app(
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False), host=host
     )
-    app = server.streamable_http_app(transport_security=security, host=host)
-    return BearerAuth(app, token) if token else app
+    return Gate(app, policy(host, port, token, allow_hosts=hosts, allow_origins=origins))
 
 
 def serve(
@@ -91,6 +58,7 @@ def serve(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     origins: Sequence[str] = (),
+    hosts: Sequence[str] = (),
     watch: Path | None = None,
     worker: bool = True,
 ) -> int:
@@ -99,7 +67,7 @@ def serve(
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}: stdio or http")
     if transport == "http" and not is_loopback(host) and not token:
-        raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: pass --token or set {TOKEN_ENV}")
+        raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} (or pass --token)")
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp_server.server import build_server
 
@@ -116,7 +84,7 @@ def serve(
                 # lazy: the HTTP transport's runtime, only for --transport http
                 import uvicorn
 
-                app = http_app(server, host, port, token, origins)
+                app = http_app(server, host, port, token, origins, hosts)
                 config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
                 anyio.run(uvicorn.Server(config).serve)
         finally:
@@ -152,9 +120,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP: port (default {DEFAULT_PORT})")
     p.add_argument(
-        "--token", help=f"HTTP: bearer token clients must send (default ${TOKEN_ENV}); required off loopback"
+        "--token",
+        help=f"HTTP: bearer token clients must send; required off loopback. "
+        f"Prefer ${TOKEN_ENV}: a flag shows in the process list",
     )
-    p.add_argument("--allow-origin", action="append", default=[], help="HTTP: a browser origin to accept (repeatable)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="HTTP: also accept this Host name or address (repeatable; the bind address is always accepted)",
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="HTTP: also accept this browser origin, e.g. http://localhost:3000 (repeatable)",
+    )
     p.add_argument("--watch", type=Path, help="also ingest chat logs that appear in this folder")
     p.add_argument("--model", help="GGUF chat model for enrichment and the answer tool (default: $LOCALMEM_MODEL)")
     p.add_argument("--no-worker", action="store_true", help="do not enrich in the background")
@@ -174,6 +157,7 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         port=args.port,
         token=args.token,
         origins=args.allow_origin,
+        hosts=args.allow_host,
         watch=args.watch,
         worker=not args.no_worker,
     )

@@ -1,7 +1,8 @@
 """The real server in subprocesses, with the real default embedder: stdio through the
 SDK's stdio client, two servers writing one file at once, streamable HTTP on loopback
-(Origin/Host checks) and off loopback (bearer token), and the MCP Inspector's CLI as an
-independent client when it is installed."""
+(Origin/Host checks, --allow-host, --allow-origin) and on every interface (bearer token,
+any Host), the gate's policy, and the MCP Inspector's CLI as an independent client when
+it is installed."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_server.guard import policy
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.anyio
@@ -97,11 +102,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_http(db: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_http(db: Path, *extra: str, token: str | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """The server on a free port; ``token`` goes in $LOCALMEM_MCP_TOKEN, as the docs advise."""
     port = free_port()
+    e = {k: v for k, v in env().items() if k != "LOCALMEM_MCP_TOKEN"}
+    if token:
+        e["LOCALMEM_MCP_TOKEN"] = token
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcp_server", "--db", str(db), "--transport", "http", "--port", str(port), *extra],
-        env=env(),
+        env=e,
         cwd=str(ROOT),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -141,10 +150,15 @@ HEADERS = {"content-type": "application/json", "accept": "application/json, text
 
 
 def post(port: int, headers: dict[str, str]) -> int:
-    """The HTTP status of an initialize request with these extra headers."""
+    """The HTTP status of an initialize request to the loopback interface with these extra
+    headers (a ``host`` here replaces the one the connection would send)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request("POST", "/mcp", body=json.dumps(INIT), headers={**HEADERS, **headers})
+        conn.putrequest("POST", "/mcp", skip_host="host" in headers)
+        body = json.dumps(INIT).encode()
+        for k, v in {**HEADERS, **headers, "content-length": str(len(body))}.items():
+            conn.putheader(k, v)
+        conn.endheaders(body)
         return conn.getresponse().status
     finally:
         conn.close()
@@ -162,8 +176,24 @@ async def test_http_loopback_with_origin_and_host_checks(
         ctx = await call(c, "reconstruct", {"query": "where is the wifi password"})
         assert "fridge" in ctx["text"]
     assert post(port, {"origin": f"http://localhost:{port}"}) == 200
+    assert post(port, {"origin": f"http://127.0.0.1:{port}", "host": f"localhost:{port}"}) == 200
     assert post(port, {"origin": "http://evil.example"}) == 403
+    assert post(port, {"origin": f"http://127.0.0.1:{port + 1}"}) == 403  # another local web app's page
+    assert post(port, {"origin": "null"}) == 403
     assert post(port, {"host": "evil.example"}) == 421
+    assert post(port, {"host": f"my-laptop.lan:{port}"}) == 421
+
+
+async def test_http_allow_host_and_allow_origin(tmp_path: Path, stop_later: list[subprocess.Popen[bytes]]) -> None:
+    proc, port = start_http(
+        tmp_path / "mem.db", "--allow-host", "my-laptop.lan", "--allow-origin", "http://localhost:3000"
+    )
+    stop_later.append(proc)
+    assert post(port, {"host": f"my-laptop.lan:{port}"}) == 200
+    assert post(port, {"host": f"MY-LAPTOP.lan:{port}", "origin": f"http://my-laptop.lan:{port}"}) == 200
+    assert post(port, {"origin": "http://localhost:3000"}) == 200
+    assert post(port, {"origin": "http://localhost:3001"}) == 403
+    assert post(port, {"host": "other.lan"}) == 421
 
 
 async def test_http_off_loopback_needs_a_token(tmp_path: Path, stop_later: list[subprocess.Popen[bytes]]) -> None:
@@ -176,31 +206,89 @@ async def test_http_off_loopback_needs_a_token(tmp_path: Path, stop_later: list[
         timeout=60,
     )
     assert refused.returncode != 0 and b"bearer token" in refused.stderr
-    proc, port = start_http(tmp_path / "mem.db", "--host", "0.0.0.0", "--token", "s3cret")
+    proc, port = start_http(tmp_path / "mem.db", "--host", "0.0.0.0", token="s3cret")
     stop_later.append(proc)
     assert post(port, {}) == 401
     assert post(port, {"authorization": "Bearer nope"}) == 401
+    assert post(port, {"authorization": "Basic s3cret"}) == 401
     assert post(port, {"authorization": "Bearer s3cret"}) == 200
+    assert post(port, {"authorization": "bearer s3cret"}) == 200  # the scheme is case-insensitive
+    # a remote client sends the machine's own LAN name or address as Host
+    lan = {"authorization": "Bearer s3cret"}
+    assert post(port, {**lan, "host": f"my-laptop.lan:{port}"}) == 200
+    assert post(port, {**lan, "host": f"192.168.1.20:{port}", "origin": f"http://192.168.1.20:{port}"}) == 200
+    assert post(port, {**lan, "host": f"192.168.1.20:{port}", "origin": f"http://192.168.1.20:{port + 1}"}) == 403
+    assert post(port, {**lan, "host": f"my-laptop.lan:{port}", "origin": "http://evil.example"}) == 403
+    http_client = httpx2.AsyncClient(headers={**lan, "host": f"my-laptop.lan:{port}"}, timeout=30)
+    async with (
+        http_client,
+        Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http_client)) as c,
+    ):
+        out = await call(c, "remember", {"turns": [{"text": "The spare key is under the mat."}]})
+        assert out["new_turns"] == 1
+
+
+def test_gate_policy() -> None:
+    lan = policy("192.168.1.5", 8765, "t")
+    assert lan.host_ok("192.168.1.5:8765") and not lan.host_ok("127.0.0.1:8765") and not lan.host_ok("x.lan")
+    assert lan.origin_ok("http://192.168.1.5:8765", "192.168.1.5:8765")
+    assert not lan.origin_ok("http://192.168.1.5:8000", "192.168.1.5:8765")
+    loop = policy("127.0.0.1", 80, None, allow_origins=["https://app.example/"])
+    assert loop.host_ok("[::1]:80") and loop.host_ok("LOCALHOST") and not loop.host_ok("[::2]:80")
+    assert loop.origin_ok("http://localhost", "localhost") and loop.origin_ok("https://APP.example", "localhost")
+    assert not loop.origin_ok("https://localhost", "localhost")  # https defaults to port 443
+    assert not loop.origin_ok("file://", "localhost") and loop.token_ok("")
+    v6 = policy("::", 8765, "t")
+    assert v6.hosts is None and v6.host_ok("anything:1") and v6.token_ok("BEARER t") and not v6.token_ok("Bearer  ")
+    assert policy("0.0.0.0", 1, None).hosts == {"0.0.0.0"}  # refused at start; never any-Host without a token
 
 
 def inspector() -> str | None:
-    found = os.environ.get("LOCALMEM_INSPECTOR") or shutil.which("mcp-inspector")
+    """The Inspector's CLI: $LOCALMEM_INSPECTOR, else where .ci/run installs it
+    (`npm install --prefix .ci/node @modelcontextprotocol/inspector`), else on PATH."""
+    local = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector-cli"
+    found = os.environ.get("LOCALMEM_INSPECTOR") or (
+        str(local) if local.exists() else shutil.which("mcp-inspector-cli")
+    )
     return found if found and Path(found).exists() else None
 
 
 @pytest.mark.skipif(
-    inspector() is None, reason="@modelcontextprotocol/inspector not installed (set LOCALMEM_INSPECTOR)"
+    inspector() is None and not os.environ.get("CI"),
+    reason="@modelcontextprotocol/inspector not installed (npm install --prefix .ci/node, or set LOCALMEM_INSPECTOR)",
 )
 def test_inspector_cli_as_an_independent_client(tmp_path: Path) -> None:
-    base = [inspector() or "", "--cli", "-e", f"PYTHONPATH={ROOT}", sys.executable, "-m", "mcp_server"]
+    """Lists the tools, remembers a turn and reconstructs it, through the Inspector's CLI
+    (a client that is not ours) talking stdio to `python -m mcp_server`. In CI it must run."""
+    found = inspector()
+    assert found is not None, "CI must install @modelcontextprotocol/inspector into .ci/node (see .ci/run)"
+    base = [found, "--cli", "-e", f"PYTHONPATH={ROOT}", sys.executable, "-m", "mcp_server"]
     base += ["--db", str(tmp_path / "mem.db")]
 
     def run(*args: str) -> dict[str, Any]:
-        out = subprocess.run([*base, *args], capture_output=True, timeout=60, cwd=str(ROOT))
+        out = subprocess.run([*base, *args], capture_output=True, timeout=240, cwd=str(ROOT))
         assert out.returncode == 0, out.stderr.decode()
         data: dict[str, Any] = json.loads(out.stdout)
         return data
 
-    assert "reconstruct" in [t["name"] for t in run("--method", "tools/list")["tools"]]
-    wrote = run("--method", "tools/call", "--tool-name", "remember", "--tool-arg", 'turns=[{"text": "I like tea."}]')
-    assert wrote["structuredContent"]["new_turns"] == 1
+    names = [t["name"] for t in run("--method", "tools/list")["tools"]]
+    assert {"remember", "reconstruct", "forget", "memory_stats"} <= set(names)
+    turn = {"text": "I will go to Lisbon with my friend Tomas.", "speaker": "Maya", "timestamp": "2024-05-01T10:00:00"}
+    wrote = run(
+        "--method", "tools/call", "--tool-name", "remember",
+        "--tool-arg", f"turns={json.dumps([turn])}", "--tool-arg", "session=trip",
+    )  # fmt: skip
+    assert not wrote["isError"] and wrote["structuredContent"]["new_turns"] == 1
+    [turn_id] = wrote["structuredContent"]["turn_ids"]
+    got = run(
+        "--method", "tools/call", "--tool-name", "reconstruct",
+        "--tool-arg", "query=Who is going to Lisbon with Maya?", "--tool-arg", "budget_tokens=200",
+    )  # fmt: skip
+    ctx = got["structuredContent"]
+    assert not got["isError"] and "my friend Tomas" in ctx["text"]
+    assert [t["turn_id"] for t in ctx["turns"]] == [turn_id] and ctx["turns"][0]["session"] == "trip"
+    again = run(
+        "--method", "tools/call", "--tool-name", "remember",
+        "--tool-arg", f"turns={json.dumps([turn])}", "--tool-arg", "session=trip",
+    )  # fmt: skip
+    assert again["structuredContent"]["new_turns"] == 0 and again["structuredContent"]["turn_ids"] == [turn_id]
