@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from localmem.enrichment.extract import TurnInput, extract, ground_entry, parse, schema
 from localmem.enrichment.grounding import candidate_phrases, ground, keyword_memory_type, low_information
+from localmem.models.replies import ReplyError
 from localmem.util import dates
 
 from .conftest import ScriptedGenerator
@@ -60,11 +63,21 @@ def test_relative_dates() -> None:
 
 
 def test_parse_salvages_a_cut_reply_and_refuses_junk() -> None:
+    batch = [turn("I met Oscar in Paris.", tid=7), turn("We ate at a cafe in Lyon.", tid=9)]
     full = json.dumps({"m1": {"type": "event"}, "m2": {"type": "plan", "keywords": []}})
-    assert parse(full, 2) == [{"type": "event"}, {"type": "plan", "keywords": []}]
-    assert parse(full[:-20], 2) == [{"type": "event"}, {}]
-    for junk in ("", "not json", "[1, 2]", '{"x": 1}', "{" * 5000):
-        assert parse(junk, 2) is None
+    assert parse(full, batch, PEOPLE) == ({7: {"type": "event"}, 9: {"type": "plan", "keywords": []}}, {})
+    # cut after m1: m1 is kept, m2 failed as truncated (not an empty success)
+    assert parse(full[:-20], batch, PEOPLE) == ({7: {"type": "event"}}, {9: "truncated"})
+    # a reply without m2's key, or an entry that says nothing, fails that turn only
+    assert parse('{"m1": {"type": "event"}}', batch, PEOPLE)[1] == {9: "missing required key 'm2'"}
+    assert parse('{"m1": {"type": "event"}, "m2": {}}', batch, PEOPLE)[1] == {9: "empty 'm2'"}
+    assert parse('{"m1": {"type": "event"}, "m2": 5}', batch, PEOPLE)[1] == {9: "'m2' is not an object"}
+    reasons = {"": "empty", "not json": "not JSON", "[1, 2]": "not an object", "{" * 5000: "truncated"}
+    for junk, reason in reasons.items():
+        with pytest.raises(ReplyError) as err:
+            parse(junk, batch, PEOPLE)
+        assert err.value.reason == reason
+    assert parse('{"x": 1}', batch, PEOPLE) == ({}, {7: "missing required key 'm1'", 9: "missing required key 'm2'"})
 
 
 def test_ground_entry_keeps_supported_cues_and_counts_the_rest() -> None:
@@ -140,9 +153,39 @@ def test_extract_batches_skips_low_information_and_adds_dates() -> None:
     assert two.calls == 2
 
 
-def test_extract_survives_any_reply() -> None:
-    for reply in ("", "garbage", '{"m1": 5}', '{"m1": {"type": 7, "keywords": [[[]]]}}', "{" * 3000):
+def test_extract_fails_the_turns_a_bad_reply_does_not_cover() -> None:
+    """A reply that is not the JSON asked for is a failure of its turns, never an
+    empty success; a reply that says "nothing here" (an entry with empty lists) is one."""
+    turns = [turn("I met Oscar in Paris.", tid=1), turn("Yesterday we ate in Lyon.", tid=2)]
+    cases = {
+        "": "empty",
+        "sorry, I cannot do JSON": "not JSON",
+        '{"m1": 5, "m2": 5}': "'m1' is not an object",
+        '{"m1": {"type": "event", "keywords": [], "triples": [], "facts": []}}': "missing required key 'm2'",
+        "{" * 3000: "truncated",
+    }
+    for reply, status in cases.items():
         gen = ScriptedGenerator(lambda _t, r=reply: r)
-        res = extract(gen, [turn("I met Oscar in Paris.")], people=PEOPLE)
-        assert len(res.turns) == 1 and res.turns[0].type_source == "keyword"
-        assert all(c.kind == "keyword" for c in res.turns[0].cues)
+        res = extract(gen, turns, people=PEOPLE)
+        assert len(res.turns) == 2 and res.unparsed_calls == 1
+        assert [r.status for r in res.records] == [status] and res.records[0].reply == reply
+        assert res.turns[1].error and res.turns[1].cues == []  # no date cue either: the turn is not done
+    nothing = {"type": "event", "keywords": [], "triples": [], "facts": []}
+    res = extract(ScriptedGenerator(lambda _t: {"m1": nothing, "m2": nothing}), turns, people=PEOPLE)
+    assert res.failed == [] and res.unparsed_calls == 0 and res.records[0].status == "ok"
+    assert [c.text for c in res.turns[1].cues] == ["7 May 2023 (Yesterday)"]
+    odd = extract(ScriptedGenerator(lambda _t: '{"m1": {"type": 7, "keywords": [[[]]]}, "m2": {"type": "x"}}'), turns)
+    assert odd.failed == [] and odd.turns[0].type_source == "keyword"  # junk content: grounding rejects it
+
+
+def test_a_retry_gets_a_larger_token_cap() -> None:
+    caps: list[int] = []
+
+    class Capped(ScriptedGenerator):
+        def generate_json(self, messages: Any, schema: Any, *, max_tokens: int, temperature: float) -> Any:
+            caps.append(max_tokens)
+            return super().generate_json(messages, schema, max_tokens=max_tokens, temperature=temperature)
+
+    for attempt in (1, 2, 3, 4):
+        extract(Capped(), [turn("I met Oscar in Paris.")], people=PEOPLE, attempt=attempt)
+    assert caps == [116, 216, 416, 416]

@@ -4,6 +4,7 @@ parking, and a worker process killed with SIGKILL mid-batch."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from localmem.records import SessionIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import queue as jobs
 from localmem.storage.store import Store
+from localmem.util.clock import now_iso
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 
@@ -288,3 +290,64 @@ def test_extracted_cues_never_change_the_model_free_scores(tmp_path: Path, garde
         RetrievalParams(extracted_cues="some")
     plain.close()
     rich.close()
+
+
+# --- model failure is failure (issue 12 item 2) ---------------------------------------
+
+
+def test_a_model_that_cannot_do_json_enriches_nothing_and_parks(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bad reply is a failed attempt: back-off, retry, parked after the limit,
+    counted per purpose; no turn is ever marked enriched."""
+    store.write_sessions([story(4)])
+    gen = ScriptedGenerator(lambda _t: "sorry, I cannot do JSON")
+    stats = run_worker(store, gen, until_empty=True, max_attempts=2)
+    assert jobs.counts(store.conn) == {"pending": 4, "running": 0, "done": 0, "parked": 0}
+    assert store.conn.execute("SELECT count(*) FROM turn_enrichment").fetchone()[0] == 0
+    assert stats.failed == 4 and stats.turns == 0 and stats.unparsed_calls == 1
+    waits = store.conn.execute("SELECT not_before, last_error FROM jobs WHERE kind = 'extract'").fetchall()
+    assert all(nb > now_iso() and "not JSON" in err and "sorry" in err for nb, err in waits)
+    assert jobs.claim(store.conn, 5) == []  # not before the back-off
+    monkeypatch.setattr(jobs, "BACKOFF_S", 0.0)
+    store.conn.execute("UPDATE jobs SET not_before = NULL")
+    again = run_worker(store, gen, until_empty=True, max_attempts=2)
+    assert again.parked == 4 and again.calls == 4  # each retried alone
+    assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 0, "parked": 4}
+    e = layer_stats(store)
+    assert e["enriched_turns"] == 0 and e["enriched_pct"] == 0.0
+    assert e["model_calls"]["extract"]["parsed"] == 0 and e["model_calls"]["extract"]["unparsed"] == 5
+    assert all("not JSON" in str(p["error"]) for p in e["parked"])
+    assert e["recent_reply_failures"][0]["status"] == "not JSON"
+
+
+def test_a_reply_missing_one_turn_fails_that_turn_only(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.write_sessions([story(3)])
+
+    def skip_m2(turns: list[tuple[int, str, str]]) -> dict[str, object]:
+        got = ScriptedGenerator.keywords_from_capitals(turns)
+        got.pop("m2", None)
+        return got
+
+    stats = run_worker(store, ScriptedGenerator(skip_m2), until_empty=True)
+    ids = [r[0] for r in store.conn.execute("SELECT id FROM turns ORDER BY ord")]
+    enriched = [r[0] for r in store.conn.execute("SELECT turn_id FROM turn_enrichment ORDER BY turn_id")]
+    assert enriched == [ids[0], ids[2]] and stats.turns == 2 and stats.failed == 1
+    state = store.conn.execute("SELECT state, attempts, last_error FROM jobs WHERE turn_id = ? AND kind = 'extract'",
+                               (ids[1],)).fetchone()  # fmt: skip
+    assert state == ("pending", 1, "missing required key 'm2'")
+    monkeypatch.setattr(jobs, "BACKOFF_S", 0.0)
+    store.conn.execute("UPDATE jobs SET not_before = NULL")
+    later = run_worker(store, ScriptedGenerator(), until_empty=True)
+    assert later.turns == 1 and jobs.counts(store.conn)["done"] == 3
+    totals = layer_stats(store)["model_calls"]["extract"]
+    assert (totals["parsed"], totals["unparsed"]) == (1, 1)
+
+
+def test_a_reply_cut_at_the_cap_keeps_the_finished_turns(store: Store) -> None:
+    store.write_sessions([story(2)])
+    full = json.dumps(ScriptedGenerator.keywords_from_capitals([(1, "Ana", "I saw Lisbon"), (2, "Ben", "I saw Porto")]))
+    stats = run_worker(store, ScriptedGenerator(lambda _t: full[: full.index('"m2"') + 12]), until_empty=True)
+    assert stats.turns == 1 and stats.failed == 1
+    errors = [
+        r[0] for r in store.conn.execute("SELECT last_error FROM jobs WHERE state = 'pending' AND kind = 'extract'")
+    ]
+    assert errors == ["truncated"]

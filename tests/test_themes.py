@@ -216,8 +216,29 @@ def test_model_failures_cost_labels_not_themes(store: Store) -> None:
     store.write_sessions(six_sessions())
     stats = run_topics(store, ScriptedGenerator(broken))
     assert stats.themes is not None and stats.themes.themes_created == 2 and stats.themes.model_calls == 2
+    assert stats.themes.label_failures == 2 and stats.label_failures == stats.model_calls > 0  # counted
     assert all(label for label, _s, _u in theme_rows(store).values())  # keyword labels
     assert_consistent(store)
+
+
+def test_theme_label_failures_are_logged_and_counted(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    def labels(lines: list[tuple[int, str, str]]) -> str | dict[str, str]:
+        if lines:  # a theme's prompt: one numbered line per topic
+            return '{"label": "cut off'
+        return {"label": "a topic", "summary": "a topic summary"}
+
+    store.write_sessions(six_sessions())
+    with caplog.at_level("WARNING"):
+        stats = run_topics(store, ScriptedGenerator(labels))
+    assert stats.themes is not None and stats.themes.label_failures == stats.themes.model_calls == 2
+    assert stats.label_failures == 0
+    assert len([r for r in caplog.records if "theme-label" in r.getMessage() and "truncated" in r.getMessage()]) == 2
+    calls = layer_stats(store)["model_calls"]
+    assert (calls["theme-label"]["parsed"], calls["theme-label"]["unparsed"]) == (0, 2)
+    assert calls["topic-label"]["parsed"] == stats.model_calls and calls["topic-label"]["unparsed"] == 0
+    rows = store.conn.execute("SELECT status, reply FROM model_calls WHERE purpose = 'theme-label'").fetchall()
+    assert rows == [("truncated", '{"label": "cut off')] * 2
+    assert all(label != "cut off" for label, _s, _u in theme_rows(store).values())  # keyword labels
 
 
 def test_a_pass_that_dies_writes_nothing_and_the_next_one_does_it_all(store: Store) -> None:

@@ -8,13 +8,14 @@ the reconstructed turns are returned with the answer, so every answer is cited.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from localmem.models.llm import Generator
+from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.records import Context
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import calls
 from localmem.storage.store import Store
 
 MAX_ANSWER_TOKENS = 200
@@ -71,16 +72,27 @@ def answer(
 ) -> Answer:
     """Reconstruct the context for ``question`` and let ``gen`` answer from it."""
     ctx = reconstruct(store, question, budget_tokens, as_of=as_of, scope=scope)
-    return answer_from(gen, question, ctx, as_of=as_of)
-
-
-def answer_from(gen: Generator, question: str, ctx: Context, *, as_of: str | None = None) -> Answer:
-    """``gen``'s answer from an already reconstructed ``ctx``. No store access: a caller
-    that serialises store use (the MCP server) runs this outside its store lock."""
-    out = gen.generate_json(messages(question, ctx, as_of), SCHEMA, max_tokens=MAX_ANSWER_TOKENS, temperature=0.0)
+    records: list[CallRecord] = []
     try:
-        data = json.loads(out.text)
-        text = str(data.get("answer", "")).strip() if isinstance(data, dict) else ""
-    except json.JSONDecodeError:
-        text = out.text.strip()
+        return answer_from(gen, question, ctx, as_of=as_of, records=records)
+    finally:
+        calls.log(store.conn, records, best_effort=True)
+
+
+def answer_from(
+    gen: Generator, question: str, ctx: Context, *, as_of: str | None = None, records: list[CallRecord] | None = None
+) -> Answer:
+    """``gen``'s answer from an already reconstructed ``ctx``. No store access: a caller
+    that serialises store use (the MCP server) runs this outside its store lock, and
+    writes the call's record (appended to ``records``) to the call log under it."""
+    msgs = messages(question, ctx, as_of)
+    out = gen.generate_json(msgs, SCHEMA, max_tokens=MAX_ANSWER_TOKENS, temperature=0.0)
+    try:
+        text, status = str(parse_reply(out.text, SCHEMA)["answer"]).strip(), "ok"
+    except ReplyError as exc:  # prose instead of JSON is still an answer; the log counts it
+        text, status = (out.text.strip() if exc.reason in ("not JSON", "truncated") else ""), exc.reason
+    if records is not None:
+        records.append(
+            record("answer", gen.model_id, msgs, out.text, status, (out.prompt_tokens, out.generated_tokens))
+        )
     return Answer(question, text or "I don't know.", ctx, gen.model_id)

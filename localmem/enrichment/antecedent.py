@@ -14,13 +14,17 @@ An ``antecedent`` job is queued for a turn when enrichment stores its memory typ
    own text, H = union of top-Kh per query keeping each turn's best score;
 4. C = H minus B (all of H with ``subtraction`` off), best first; empty C: no link;
 5. the model verifies C at temperature 0, ``verify_batch`` candidates per call; a
-   candidate without a valid verdict is rejected. With ``verification`` off every
+   candidate whose verdict is not ``valid: true`` is rejected. With ``verification`` off every
    candidate is accepted (reason "unverified", confidence = its retrieval score);
 6. one transaction: the job is marked done (only while this worker holds it), the
    run is recorded in ``antecedent_runs`` and accepted links become edges
    m_j -> m_i (kind ``antecedent``, weight = confidence, reason = the verdict's).
 
-Model calls and retrieval happen before the transaction, never inside it. A turn is
+A reply that is not the JSON asked for (``localmem/models/replies.py``: empty, cut
+off, not JSON, a missing ``queries`` or verdict key) stops the construction: the job
+is a failed attempt (back-off, retried, parked after ``job_attempts``), recorded with
+the call log in one transaction, and nothing is linked. Model calls and retrieval
+happen before the transaction, never inside it. A turn is
 processed once (``antecedent_runs`` primary key); edges are append-only and go with
 the turns they touch. Cost per turn is bounded: at most Nq*Kh candidates and
 1 + ceil(Nq*Kh / verify_batch) model calls.
@@ -39,10 +43,11 @@ from localmem.enrichment.antecedent_prompts import line, query_messages, query_s
 from localmem.enrichment.grounding import keyword_memory_type, low_information
 from localmem.enrichment.stats import WorkerStats
 from localmem.models.llm import Generator
+from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.retrieval.pool import earlier_mask, retrieve
-from localmem.storage import db
+from localmem.storage import calls, db
 from localmem.storage.queries import Filter, turn_rows
-from localmem.storage.queue import Job, finish
+from localmem.storage.queue import Job, finish, record_failure
 from localmem.storage.store import Store
 
 KIND = "antecedent"
@@ -72,6 +77,8 @@ class Outcome:
     calls: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    records: list[CallRecord] = field(default_factory=list)  # for the call log
+    error: str = ""  # a refused reply stopped the construction: the job failed
 
 
 def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -> Outcome:
@@ -102,7 +109,7 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
         return out
 
     out.queries = _queries(gen, out, text, speaker, persons, params)
-    if not out.queries:
+    if out.error or not out.queries:
         return out  # H is empty, so C is: no search needed
     flt = Filter(before=turn_id)
     out.direct = [t for t, _p in retrieve(store, text, flt, params.kb)]
@@ -124,34 +131,47 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
 
 def verify(gen: Generator, out: Outcome, current: str, earlier: list[str], ids: list[int], batch: int) -> list[Link]:
     """Step 5: the accepted links among ``ids`` (rendered as ``earlier``), ``batch`` per
-    call at temperature 0; calls and tokens are counted on ``out``."""
+    call at temperature 0; calls and tokens are counted on ``out``. A refused reply
+    sets ``out.error`` and ends the verification."""
     links: list[Link] = []
     for start in range(0, len(ids), batch):
         chunk = ids[start : start + batch]
         msgs = verify_messages(current, earlier[start : start + batch])
-        reply = _call(gen, out, msgs, verify_schema(len(chunk)), VERDICT_TOKENS * len(chunk), 0.0)
-        links += parse_verdicts(reply, chunk)
+        data = _ask(gen, out, "antecedent-verify", msgs, verify_schema(len(chunk)), VERDICT_TOKENS * len(chunk), 0.0)
+        if data is None:
+            return []
+        links += parse_verdicts(data, chunk)
     return links
 
 
-def _call(
-    gen: Generator, out: Outcome, messages: list[dict[str, str]], schema: dict[str, Any], max_tokens: int, temp: float
-) -> str:
+def _ask(
+    gen: Generator,
+    out: Outcome,
+    purpose: str,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    max_tokens: int,
+    temp: float,
+) -> dict[str, Any] | None:
+    """One model call, parsed; counted and recorded on ``out``. None (and ``out.error``)
+    when the reply is refused."""
     g = gen.generate_json(messages, schema, max_tokens=max_tokens, temperature=temp)
     out.calls += 1
     out.prompt_tokens += g.prompt_tokens
     out.generated_tokens += g.generated_tokens
-    return g.text
+    try:
+        data, status = parse_reply(g.text, schema), "ok"
+    except ReplyError as exc:
+        data, status = None, exc.reason
+        out.error = f"{purpose}: {exc}"
+    out.records.append(record(purpose, gen.model_id, messages, g.text, status, (g.prompt_tokens, g.generated_tokens)))
+    return data
 
 
 def _queries(gen: Generator, out: Outcome, text: str, speaker: str, persons: list[str], p: CableParams) -> list[str]:
     msgs = query_messages(text, speaker, persons, out.memory_type, p.nq, p.generic_queries)
-    reply = _call(gen, out, msgs, query_schema(p.nq), QUERY_TOKENS, 0.2)
-    try:
-        data = json.loads(reply)
-    except (json.JSONDecodeError, RecursionError):
-        return []
-    items = data.get("queries") if isinstance(data, dict) else None
+    data = _ask(gen, out, "antecedent-queries", msgs, query_schema(p.nq), QUERY_TOKENS, 0.2)
+    items = data.get("queries") if data is not None else None
     return clean_queries(items if isinstance(items, list) else [], text, p.nq)
 
 
@@ -178,14 +198,9 @@ def clean_queries(items: list[Any], text: str, nq: int) -> list[str]:
     return queries[:nq]
 
 
-def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:
-    """Accepted links of one verification reply; anything unreadable is a rejection."""
-    try:
-        data = json.loads(reply)
-    except (json.JSONDecodeError, RecursionError):
-        return []
-    if not isinstance(data, dict):
-        return []
+def parse_verdicts(data: dict[str, Any], batch: list[int]) -> list[Link]:
+    """Accepted links of one parsed verification reply; a verdict that is not an
+    object with ``valid: true`` is a rejection."""
     links = []
     for i, tid in enumerate(batch, start=1):
         v = data.get(f"h{i}")
@@ -200,16 +215,29 @@ def parse_verdicts(reply: str, batch: list[int]) -> list[Link]:
     return links
 
 
-def run_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:
-    """Construct and store antecedent links for the turns of ``jobs``; returns turns done."""
+def run_jobs(
+    store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None, max_attempts: int | None = None
+) -> int:
+    """Construct and store antecedent links for the turns of ``jobs``; returns turns
+    done. A refused reply fails the job's attempt (``max_attempts``: default the
+    settings' ``job_attempts``), counted in ``stats``."""
     stats = stats if stats is not None else WorkerStats()
     params = store.settings.cable
+    max_attempts = max_attempts or store.settings.job_attempts
     done = 0
     for job in jobs:
         out = construct(store, gen, job.turn_id, params)
         stats.antecedent_calls += out.calls
+        stats.unparsed_calls += sum(r.status != "ok" for r in out.records)
         stats.prompt_tokens += out.prompt_tokens
         stats.generated_tokens += out.generated_tokens
+        if out.error:
+            with db.transaction(store.conn):
+                calls.write(store.conn, out.records)
+                state = record_failure(store.conn, job, out.error, max_attempts)
+            stats.failed += 1
+            stats.parked += state == "parked"
+            continue
         if write(store, job, out, gen.model_id, params.variant):
             done += 1
             stats.antecedent_turns += 1
@@ -223,6 +251,7 @@ def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> 
     processed before (then nothing is written)."""
     conn = store.conn
     with db.transaction(conn):
+        calls.write(conn, out.records)
         if not finish(conn, job.id) or out.skipped == "turn forgotten":
             return False
         fresh = conn.execute(

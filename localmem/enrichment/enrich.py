@@ -1,10 +1,14 @@
 """Enrichment results into the store: extracted cues, tags, memory types.
 
-``enrich_jobs`` is one worker step for claimed jobs (``localmem/jobs.py``): read the
-turns, extract (model calls), embed the new cues, then ONE short transaction writes the
-cues (with FTS rows and vectors), their tags, the turn's memory type and counts, the
-semantic edges of the new cues, and marks the jobs done. A job the worker no longer
-holds, or a turn already enriched, is skipped, so a turn is enriched exactly once.
+``enrich_jobs`` is one worker step for claimed jobs (``localmem/storage/queue.py``):
+read the turns, extract (model calls), embed the new cues, then ONE short transaction
+writes the cues (with FTS rows and vectors), their tags, the turn's memory type and
+counts, the semantic edges of the new cues, marks the jobs done, records the failed
+attempts of the turns the model's reply did not cover (back-off, then parked: see
+``localmem/models/replies.py`` for what fails) and logs the model calls
+(``localmem/storage/calls.py``). A failed turn is never marked enriched. A job the
+worker no longer holds, or a turn already enriched, is skipped, so a turn is enriched
+exactly once.
 
 Extracted cues are indexed like statement cues (the FTS document and the embedded text
 carry who said it and when, ``turn_doc``), in an FTS table of their own
@@ -20,9 +24,9 @@ import numpy as np
 from localmem.enrichment.extract import ExtractedCue, TurnExtraction, TurnInput, extract
 from localmem.enrichment.stats import WorkerStats
 from localmem.models.llm import Generator
-from localmem.storage import db
+from localmem.storage import calls, db
 from localmem.storage.graph import link_semantic
-from localmem.storage.queue import Job, finish, worker_id
+from localmem.storage.queue import Job, finish, record_failure, worker_id
 from localmem.storage.store import Store, turn_doc
 
 EXTRACTED_KINDS = ("triple", "keyword", "fact")
@@ -49,14 +53,21 @@ def load_turns(store: Store, turn_ids: list[int]) -> tuple[list[TurnInput], list
     return [TurnInput(int(r[0]), str(r[1]), str(r[2]), r[3]) for r in rows], people
 
 
-def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None) -> int:
-    """Extract and store cues for the turns of ``jobs``; returns turns enriched."""
+def enrich_jobs(
+    store: Store, gen: Generator, jobs: list[Job], stats: WorkerStats | None = None, max_attempts: int | None = None
+) -> int:
+    """Extract and store cues for the turns of ``jobs``; returns turns enriched. A turn
+    the reply did not cover is a failed attempt of its job (``max_attempts``: default
+    the settings' ``job_attempts``), counted in ``stats.failed`` / ``stats.parked``."""
     stats = stats if stats is not None else WorkerStats()
+    max_attempts = max_attempts or store.settings.job_attempts
     turns, people = load_turns(store, [j.turn_id for j in jobs])
-    result = extract(gen, turns, people=people, batch_size=max(1, len(turns)))
+    attempt = max((j.attempts for j in jobs), default=1)  # a retry is claimed alone
+    result = extract(gen, turns, people=people, batch_size=max(1, len(turns)), attempt=attempt)
     stats.calls += result.calls
     stats.prompt_tokens += result.prompt_tokens
     stats.generated_tokens += result.generated_tokens
+    stats.unparsed_calls += result.unparsed_calls
     by_turn = {t.turn_id: t for t in turns}
     docs = [
         turn_doc(by_turn[ex.turn_id].speaker, c.text, by_turn[ex.turn_id].ts) for ex in result.turns for c in ex.cues
@@ -67,9 +78,15 @@ def enrich_jobs(store: Store, gen: Generator, jobs: list[Job], stats: WorkerStat
     written: list[int] = []
     at = 0
     with db.transaction(store.conn):
+        calls.write(store.conn, result.records)
         for ex in result.turns:
             cue_vecs = vecs[at : at + len(ex.cues)]
             at += len(ex.cues)
+            if ex.error:
+                state = record_failure(store.conn, job_of[ex.turn_id], ex.error, max_attempts, owner=owner)
+                stats.failed += 1
+                stats.parked += state == "parked"
+                continue
             if not finish(store.conn, job_of[ex.turn_id].id, owner):
                 continue  # reclaimed by another worker after our lease lapsed
             if _write_turn(store, by_turn[ex.turn_id], ex, cue_vecs, gen.model_id):

@@ -5,21 +5,24 @@ Per batch of turns of one session (CueMem 4.1, MRAgent 3.1-3.3, CABLE 3.1.1):
    acknowledgements get no model call and no extracted cues;
 2. the remaining turns go to the model together, a few per call (one prompt, one JSON
    object with one entry per turn, constrained by the schema below);
-3. each entry is validated and grounded in its turn (``localmem/grounding.py``); what
+3. the reply is read by ``localmem/models/replies.py`` (``parse_entries``): a turn whose
+   entry is missing, cut off or empty gets ``error`` set and no cues (its job is a
+   failed attempt, see that module for what fails); every call leaves a
+   ``CallRecord`` in ``BatchResult.records`` for the call log;
+4. each entry is validated and grounded in its turn (``localmem/grounding.py``); what
    is not supported is rejected and counted, duplicates are dropped;
-4. relative dates ("yesterday", "last week") become date cues resolved from the
+5. relative dates ("yesterday", "last week") become date cues resolved from the
    turn's time (``localmem/dates.py``), without the model;
-5. the memory type is the model's when it gave one of the four, else the keyword
+6. the memory type is the model's when it gave one of the four, else the keyword
    fallback (CABLE E.1).
 
-Whatever the model writes, the result is well-formed: junk output costs the call and
-nothing else. The prompt is written for this project; the papers' prompts were read as
+Whatever the model writes, the result is well-formed: junk output is a named failure
+of the turns it should have covered, never an empty success. The prompt is written for this project; the papers' prompts were read as
 references only.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +41,13 @@ from localmem.enrichment.grounding import (
     tokens,
 )
 from localmem.models.llm import Generator, Message
+from localmem.models.replies import CallRecord, ReplyError, parse_entries, record, status_of
 from localmem.util import dates
 
 TEMPERATURE = 0.1  # CABLE's typing temperature; extraction wants the likeliest reading
 MAX_KEYWORDS, MAX_TRIPLES, MAX_FACTS = 3, 1, 1
 TOKENS_PER_TURN = 100  # generation cap per turn in a call (the target is <= 150 on average)
+MAX_TOKEN_SCALE = 4  # a retried turn's cap grows x2 per failed attempt, up to x4
 PROMPT_CHARS_PER_TURN = 1200  # a longer turn is cut in the prompt (grounding still sees all of it)
 
 
@@ -75,6 +80,7 @@ class TurnExtraction:
     cues: list[ExtractedCue] = field(default_factory=list)
     rejected: int = 0
     duplicates: int = 0
+    error: str = ""  # why the model's reply gave this turn nothing usable; "" = it did
 
 
 @dataclass
@@ -83,7 +89,12 @@ class BatchResult:
     calls: int = 0
     prompt_tokens: int = 0
     generated_tokens: int = 0
-    unparsed_calls: int = 0  # the model's reply was not the JSON asked for
+    unparsed_calls: int = 0  # the model's reply was not (all) the JSON asked for
+    records: list[CallRecord] = field(default_factory=list)  # one per call, for the call log
+
+    @property
+    def failed(self) -> list[TurnExtraction]:
+        return [t for t in self.turns if t.error]
 
 
 SYSTEM_PROMPT = """You index chat messages for a personal memory. For each numbered message m1, m2, ... give:
@@ -151,46 +162,15 @@ def messages(batch: Sequence[TurnInput]) -> list[Message]:
     ]
 
 
-def parse(text: str, n_turns: int) -> list[dict[str, Any]] | None:
-    """The per-turn entries of a reply, or None when it is not the JSON asked for.
-    Missing entries (a reply cut short) become empty ones."""
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        data = _salvage(text)
-    if not isinstance(data, dict):
-        return None
-    entries = [data.get(f"m{i}") for i in range(1, n_turns + 1)]
-    if not any(isinstance(e, dict) for e in entries):
-        return None
-    return [e if isinstance(e, dict) else {} for e in entries]
-
-
-def _salvage(text: str) -> Any:
-    """A reply cut off by the token cap: keep the entries completed before the cut."""
-    depth, in_str, esc, last = 0, False, False, -1
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-            if depth == 1 and ch == "}":  # {"m1": {...}  <- an entry just closed
-                last = i
-    if last < 0:
-        return None
-    try:
-        return json.loads(text[: last + 1] + "}")
-    except (json.JSONDecodeError, RecursionError):
-        return None
+def parse(
+    text: str, batch: Sequence[TurnInput], people: Sequence[str] = (), sch: dict[str, Any] | None = None
+) -> tuple[dict[int, Any], dict[int, str]]:
+    """The reply's entries by turn id, and the reason per turn that got none (see
+    ``localmem/models/replies.py``; ``sch``: the call's schema when already built).
+    Raises ``ReplyError`` when the reply as a whole is unusable."""
+    entries, failed = parse_entries(text, sch or schema(batch, people))
+    by_key = {f"m{i}": t.turn_id for i, t in enumerate(batch, 1)}
+    return {by_key[k]: e for k, e in entries.items()}, {by_key[k]: r for k, r in failed.items()}
 
 
 def _items(entry: dict[str, Any], key: str, limit: int) -> list[dict[str, Any]]:
@@ -297,9 +277,17 @@ def chunks(turns: Sequence[TurnInput], size: int) -> list[list[TurnInput]]:
 
 
 def extract(
-    gen: Generator, turns: Sequence[TurnInput], *, people: Sequence[str] = (), batch_size: int = 6
+    gen: Generator,
+    turns: Sequence[TurnInput],
+    *,
+    people: Sequence[str] = (),
+    batch_size: int = 6,
+    attempt: int = 1,
 ) -> BatchResult:
-    """Extract cues for ``turns`` (best: consecutive turns of one session)."""
+    """Extract cues for ``turns`` (best: consecutive turns of one session). ``attempt``:
+    the jobs' attempt number; a retry gets twice the token cap per earlier attempt (at
+    most ``MAX_TOKEN_SCALE`` times), so a reply cut at the cap can complete."""
+    scale = min(2 ** max(attempt - 1, 0), MAX_TOKEN_SCALE)
     people = list(people) or sorted({t.speaker for t in turns if t.speaker})
     by_id: dict[int, TurnExtraction] = {}
     informative: list[TurnInput] = []
@@ -310,23 +298,35 @@ def extract(
             informative.append(t)
     result = BatchResult([])
     for group in chunks(informative, max(1, batch_size)):
+        msgs, sch = messages(group), schema(group, people)
         out = gen.generate_json(
-            messages(group),
-            schema(group, people),
-            max_tokens=TOKENS_PER_TURN * len(group) + 16,
+            msgs,
+            sch,
+            max_tokens=TOKENS_PER_TURN * scale * len(group) + 16,
             temperature=TEMPERATURE,
         )
         result.calls += 1
         result.prompt_tokens += out.prompt_tokens
         result.generated_tokens += out.generated_tokens
-        entries = parse(out.text, len(group))
-        if entries is None:
-            result.unparsed_calls += 1
-            entries = [{}] * len(group)
-        for t, entry in zip(group, entries, strict=True):
-            by_id[t.turn_id] = ground_entry(entry, t, people)
+        try:
+            entries, failed = parse(out.text, group, people, sch)
+            status = status_of({str(k): v for k, v in failed.items()})
+        except ReplyError as exc:
+            entries, failed, status = {}, {t.turn_id: str(exc) for t in group}, exc.reason
+        result.unparsed_calls += status != "ok"
+        result.records.append(
+            record("extract", gen.model_id, msgs, out.text, status, (out.prompt_tokens, out.generated_tokens))
+        )
+        for t in group:
+            if t.turn_id in entries:
+                by_id[t.turn_id] = ground_entry(entries[t.turn_id], t, people)
+            else:
+                by_id[t.turn_id] = TurnExtraction(t.turn_id, None, "none", False, error=failed[t.turn_id])
     for t in turns:
         ex = by_id[t.turn_id]
+        if ex.error:
+            result.turns.append(ex)
+            continue
         have = {(c.kind, c.text.casefold()) for c in ex.cues}
         for cue in date_cues(t):
             if (cue.kind, cue.text.casefold()) not in have:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from localmem.enrichment.antecedent import cable_stats
+from localmem.enrichment.topics import KIND as TOPICS
+from localmem.storage import calls
 from localmem.storage.queue import counts, parked
 from localmem.storage.store import Store
 
@@ -38,6 +40,10 @@ def layer_stats(store: Store) -> dict[str, Any]:
         "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
         "models": [str(r[0]) for r in conn.execute("SELECT DISTINCT model FROM turn_enrichment WHERE model != ''")],
         "jobs": counts(conn),
+        "topic_jobs": counts(conn, TOPICS),
+        # parsed / unparsed model replies per purpose, over the store's life (localmem/storage/calls.py)
+        "model_calls": calls.totals(conn),
+        "recent_reply_failures": calls.recent_failures(conn),
         "antecedent": cable_stats(store),
         "parked": parked(conn),
     }

@@ -15,6 +15,7 @@ class WorkerStats:
     failed: int = 0
     parked: int = 0
     calls: int = 0
+    unparsed_calls: int = 0  # calls whose reply was refused (localmem/models/replies.py)
     prompt_tokens: int = 0
     generated_tokens: int = 0
     cues_kept: int = 0
@@ -32,6 +33,7 @@ class WorkerStats:
             "failed": self.failed,
             "parked": self.parked,
             "calls": self.calls,
+            "unparsed_calls": self.unparsed_calls,
             "prompt_tokens": self.prompt_tokens,
             "generated_tokens": self.generated_tokens,
             "cues_kept": self.cues_kept,
@@ -53,6 +55,7 @@ class ThemeStats:
     themes_relabelled: int = 0  # existing themes labelled again
     themes_dissolved: int = 0
     model_calls: int = 0
+    label_failures: int = 0  # model calls whose reply was refused: the theme got a keyword label
     conflicts: int = 0  # passes discarded because the topic tables changed meanwhile
 
 
@@ -63,4 +66,6 @@ class TopicStats:
     topics_grown: int = 0
     turns: int = 0
     model_calls: int = 0
+    label_failures: int = 0  # model calls whose reply was refused: the topic got a keyword label
+    failed: int = 0  # job attempts that failed (back-off, then parked)
     themes: ThemeStats | None = None

@@ -18,8 +18,10 @@ groups, each in at most one theme. ``run_themes`` is one pass:
   turn vector: chat turns share a common direction that makes any two topics look
   alike) plus ``KEYWORD_BONUS`` when the two share one of their top keywords;
 - only themes whose membership changed are labelled again: one schema-constrained model
-  call each, or without a model (or when the call fails) their top keywords as the
-  label and their topics' labels and dates as the summary.
+  call each, or without a model (or when the call fails or its reply is refused:
+  logged, counted in ``ThemeStats.label_failures``) their top keywords as the label
+  and their topics' labels and dates as the summary. The calls go to the call log
+  (``localmem/storage/calls.py``) in the pass's transaction, even when it conflicts.
 
 Why a pass and not a job kind of its own: the ``themed`` flag already records the work
 durably, cleared in the same transaction that changes a topic's turns, so a queue row
@@ -40,7 +42,8 @@ import numpy as np
 from localmem.enrichment import topics
 from localmem.enrichment.stats import ThemeStats
 from localmem.models.llm import Generator
-from localmem.storage import db
+from localmem.models.replies import CallRecord
+from localmem.storage import calls, db
 from localmem.storage.store import Store
 from localmem.util.clock import now_iso
 
@@ -125,6 +128,7 @@ class _Pass:
         self._spread: dict[str, int] = {}
         self.turn_topic = {x: t.id for t in self.topics.values() for x in t.turns}
         self.dissolved: list[int] = []
+        self.records: list[CallRecord] = []  # the label calls, for the call log
 
     def _centroids(self) -> dict[int, np.ndarray]:
         tm = self.store.turn_mirror()
@@ -230,9 +234,10 @@ class _Pass:
         members = sorted((self.topics[m] for m in theme.members), key=lambda t: (t.first, t.id))
         if gen is not None:
             stats.model_calls += 1
-            got = _label_model(gen, members)
+            got = _label_model(gen, members, self.records)
             if got is not None:
                 return got
+            stats.label_failures += 1
         turns = [x for t in members for x in t.turns]
         top = [w for w, _ in topics.keywords(self.store, turns).most_common(3)]
         label = ", ".join(top) or "recurring conversation"
@@ -243,10 +248,10 @@ class _Pass:
         return label, f"Came up in {sessions} sessions{when}: {names}."[:300]
 
 
-def _label_model(gen: Generator, members: list[_Topic]) -> tuple[str, str] | None:
+def _label_model(gen: Generator, members: list[_Topic], records: list[CallRecord]) -> tuple[str, str] | None:
     shown = members if len(members) <= PROMPT_TOPICS else members[: PROMPT_TOPICS // 2] + members[-PROMPT_TOPICS // 2 :]
     lines = [f"m{i}. {t.first[:10] or 'undated'}: {t.label} - {t.summary[:200]}" for i, t in enumerate(shown, 1)]
-    return topics.ask_label(gen, PROMPT, lines)
+    return topics.ask_label(gen, PROMPT, lines, "theme-label", records)
 
 
 def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:
@@ -265,6 +270,7 @@ def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:
     }
     later = set(changed[MODEL_LABELS:]) if gen is not None else set()
     with db.transaction(store.conn):
+        calls.write(store.conn, plan.records)
         if _read(store.conn) != snap:
             stats.conflicts += 1
             return stats

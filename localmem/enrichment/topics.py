@@ -9,19 +9,28 @@ so new turns in a session queue a new job (incremental). Running a job:
   than ``MAX_TURNS`` turns; otherwise they start a new topic;
 - each new or grown topic gets a short label and summary from the model (one
   schema-constrained call), or without a model its top keywords as the label and its
-  speakers and dates as the summary;
-- topics, their member turns and ``done`` commit in one transaction, which also clears
-  each touched topic's ``themed`` flag: the cross-session theme pass
-  (``localmem/themes.py``), run after the jobs, picks the topic up from that flag.
+  speakers and dates as the summary; a refused reply (``localmem/models/replies.py``)
+  or a model error is logged (``logging.warning``), counted (``label_failures``) and
+  costs the label only: the keywords label the topic;
+- topics, their member turns, the call log rows and ``done`` commit in one
+  transaction, which also clears each touched topic's ``themed`` flag: the
+  cross-session theme pass (``localmem/enrichment/themes.py``), run after the jobs,
+  picks the topic up from that flag.
+
+Jobs go through the queue's protocol like every kind (``localmem/storage/queue.py``):
+claimed one at a time under a lease, never while another job of the same session is
+running (``exclusive``), finished only while this worker still holds the claim, and
+the write checks that the turns it adds are still in no topic (a claim that lapsed
+while another worker did the session); otherwise the attempt fails and is retried.
+Two workers in two processes therefore never group a turn twice.
 
 Topics here are rows of kind ``session``; themes share the table (kind ``theme``) and
-are never grown or relabelled by this module. ``jobs.py``'s worker only claims
-``extract`` jobs; this module claims its own.
+are never grown or relabelled by this module.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import re
 from collections import Counter
 
@@ -30,9 +39,13 @@ import numpy as np
 from localmem.enrichment.stats import TopicStats
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
-from localmem.storage import db, queries
+from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
+from localmem.storage import calls, db, queries
+from localmem.storage.queue import Job, claim, fail, finish, record_failure
 from localmem.storage.store import Store
 from localmem.util.clock import now_iso
+
+log = logging.getLogger(__name__)
 
 KIND = "topics"
 SIMILAR = 0.25
@@ -87,25 +100,36 @@ def _label_free(store: Store, turn_ids: list[int]) -> tuple[str, str]:
     return label, f"{len(turn_ids)} turns{when} by {', '.join(speakers) or 'unknown'} about {label}."
 
 
-def _label_model(store: Store, gen: Generator, turn_ids: list[int]) -> tuple[str, str] | None:
+def _label_model(
+    store: Store, gen: Generator, turn_ids: list[int], records: list[CallRecord]
+) -> tuple[str, str] | None:
     rows = queries.turn_rows(store.conn, turn_ids)
     lines = [f"{rows[t].speaker}: {rows[t].text[:300]}" for t in turn_ids if t in rows][:MAX_TURNS]
-    return ask_label(gen, PROMPT, lines)
+    return ask_label(gen, PROMPT, lines, "topic-label", records)
 
 
-def ask_label(gen: Generator, prompt: str, lines: list[str]) -> tuple[str, str] | None:
-    """One schema-constrained call for a label and a summary of ``lines``; None when the
-    model fails or gives no label (the caller then labels without it)."""
+def ask_label(
+    gen: Generator, prompt: str, lines: list[str], purpose: str, records: list[CallRecord]
+) -> tuple[str, str] | None:
+    """One schema-constrained call for a label and a summary of ``lines``, recorded in
+    ``records``; None when the model fails or its reply is refused (logged; the caller
+    counts it and labels without the model)."""
     msgs = [{"role": "system", "content": prompt}, {"role": "user", "content": "\n".join(lines)}]
     try:
         out = gen.generate_json(msgs, SCHEMA, max_tokens=LABEL_TOKENS, temperature=0.0)
-        data = json.loads(out.text)
-    except (LocalmemError, json.JSONDecodeError):
+    except LocalmemError as exc:
+        log.warning("%s: the model failed (%s); keyword label instead", purpose, exc)
         return None
-    if not isinstance(data, dict):
+    try:
+        data, status = parse_reply(out.text, SCHEMA), "ok"
+    except ReplyError as exc:
+        data, status = None, exc.reason
+        log.warning("%s: %s; keyword label instead", purpose, exc)
+    records.append(record(purpose, gen.model_id, msgs, out.text, status, (out.prompt_tokens, out.generated_tokens)))
+    if data is None:
         return None
-    label, summary = str(data.get("label", "")).strip(), str(data.get("summary", "")).strip()
-    return (label[:60], summary[:300]) if label else None
+    label, summary = str(data["label"]).strip(), str(data["summary"]).strip()
+    return label[:60], summary[:300]
 
 
 def vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
@@ -159,54 +183,84 @@ def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
     return groups
 
 
-def run_job(store: Store, job_id: int, turn_id: int, gen: Generator | None, stats: TopicStats) -> None:
-    row = store.conn.execute("SELECT session_id FROM turns WHERE id = ?", (turn_id,)).fetchone()
+def run_job(store: Store, job: Job, gen: Generator | None, stats: TopicStats, max_attempts: int) -> None:
+    """Group and label the unassigned turns of the session of a claimed ``job``, then
+    write them and finish the job in one transaction (see the module docstring)."""
+    conn = store.conn
+    row = conn.execute("SELECT session_id FROM turns WHERE id = ?", (job.turn_id,)).fetchone()
     plan = group(store, int(row[0])) if row else []
     labels: list[tuple[int | None, list[int], str, str]] = []
+    records: list[CallRecord] = []
     for topic, add in plan:
         members = add
         if topic is not None:
-            members = [
-                int(r[0]) for r in store.conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ?", (topic,))
-            ] + add
-        got = _label_model(store, gen, members) if gen is not None else None
+            members = [int(r[0]) for r in conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ?", (topic,))]
+            members += add
+        got = _label_model(store, gen, members, records) if gen is not None else None
         stats.model_calls += gen is not None
+        stats.label_failures += gen is not None and got is None
         label, summary = got or _label_free(store, members)
         labels.append((topic, add, label, summary))
-    with db.transaction(store.conn):
+    with db.transaction(conn):
+        calls.write(conn, records)
+        if not _still_valid(store, labels):
+            record_failure(conn, job, "the session's topics changed meanwhile", max_attempts)
+            stats.failed += 1
+            return
+        if not finish(conn, job.id):
+            return  # reclaimed by another worker after our lease lapsed: its result counts
         now = now_iso()
         for topic, add, label, summary in labels:
             if topic is None:
                 topic = int(
-                    store.conn.execute(
+                    conn.execute(
                         "INSERT INTO topics(label, summary, updated_at) VALUES (?, ?, ?) RETURNING id",
                         (label, summary, now),
                     ).fetchone()[0]
                 )
                 stats.topics_created += 1
             else:
-                store.conn.execute(
+                conn.execute(
                     "UPDATE topics SET label = ?, summary = ?, updated_at = ?, themed = 0 WHERE id = ?",
                     (label, summary, now, topic),
                 )
                 stats.topics_grown += 1
-            store.conn.executemany(
+            conn.executemany(
                 "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(topic, t) for t in add]
             )
             stats.turns += len(add)
-        store.conn.execute("UPDATE jobs SET state = 'done', updated_at = ? WHERE id = ?", (now, job_id))
     stats.jobs += 1
 
 
-def run_topic_jobs(store: Store, gen: Generator | None = None) -> TopicStats:
-    """Queue what is missing and run every pending topics job (oldest first)."""
+def _still_valid(store: Store, labels: list[tuple[int | None, list[int], str, str]]) -> bool:
+    """Whether the plan still applies: every turn it adds is in no session topic and
+    every topic it grows still exists (inside the write transaction)."""
+    adds = [t for _topic, add, _l, _s in labels for t in add]
+    if adds:
+        marks = ",".join("?" * len(adds))
+        taken = store.conn.execute(
+            f"SELECT 1 FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session' "
+            f"WHERE tt.turn_id IN ({marks}) LIMIT 1",
+            adds,
+        ).fetchone()
+        if taken:
+            return False
+    grown = [topic for topic, _a, _l, _s in labels if topic is not None]
+    return all(
+        store.conn.execute("SELECT 1 FROM topics WHERE id = ? AND kind = 'session'", (t,)).fetchone() for t in grown
+    )
+
+
+def run_topic_jobs(store: Store, gen: Generator | None = None, *, max_attempts: int | None = None) -> TopicStats:
+    """Queue what is missing and run every topics job this worker can claim, oldest
+    first; a job that fails (``LocalmemError``) is a failed attempt of the queue."""
     enqueue(store)
     stats = TopicStats()
-    jobs = store.conn.execute(
-        "SELECT id, turn_id FROM jobs WHERE kind = ? AND state = 'pending' ORDER BY id", (KIND,)
-    ).fetchall()
-    for job_id, turn_id in jobs:
-        if turn_id is None:
-            continue
-        run_job(store, int(job_id), int(turn_id), gen, stats)
+    max_attempts = max_attempts or store.settings.job_attempts
+    while jobs := claim(store.conn, 1, kind=KIND, batch=False, exclusive=True):
+        try:
+            run_job(store, jobs[0], gen, stats, max_attempts)
+        except LocalmemError as exc:
+            fail(store.conn, jobs[0], f"{type(exc).__name__}: {exc}", max_attempts)
+            stats.failed += 1
     return stats

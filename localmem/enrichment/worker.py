@@ -2,10 +2,12 @@
 their kind (extraction, then CABLE's antecedent construction when enabled), and the
 topic and theme passes when the queue is idle.
 
-Invariants: every job goes through the queue's claim/finish/fail protocol
-(``localmem/storage/queue.py``); a failing batch is retried turn by turn under the same
-claim so one bad turn cannot fail its neighbours; model calls happen outside any
-transaction (inside the steps).
+Invariants: every job kind (extract, antecedent, topics) goes through the queue's
+claim/finish/fail protocol (``localmem/storage/queue.py``); a reply the model got wrong
+(``localmem/models/replies.py``) is a failed attempt of the jobs it should have
+served, recorded by the step with its results (back-off, then parked); a batch whose
+model call raised is retried turn by turn under the same claim so one bad turn cannot
+fail its neighbours; model calls happen outside any transaction (inside the steps).
 """
 
 from __future__ import annotations
@@ -52,20 +54,19 @@ def run_worker(
         load()  # a model that cannot load must fail the worker, not park every job
     while stop is None or not stop.is_set():
         # Extraction first: it gives a turn the memory type its antecedent job needs.
-        step: Callable[[Store, Generator, list[Job], WorkerStats], int] = enrich_jobs
+        step: Callable[[Store, Generator, list[Job], WorkerStats, int], int] = enrich_jobs
         jobs = claim(store.conn, batch)
         if not jobs and store.settings.cable.enabled:
             step = antecedent_jobs
             jobs = claim(store.conn, 1, kind=ANTECEDENT)
         if not jobs:
-            _topics_when_idle(store, gen)
+            _topics_when_idle(store, gen, max_attempts)
             if once or until_empty:
                 break
             (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
             continue
         try:
-            step(store, gen, jobs, stats)
-            done = len(jobs)
+            done = step(store, gen, jobs, stats, max_attempts)
         except LocalmemError as exc:
             done = 0
             for job in jobs if len(jobs) == 1 else []:
@@ -75,8 +76,7 @@ def run_worker(
             if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
                 for job in jobs:
                     try:
-                        step(store, gen, [job], stats)
-                        done += 1
+                        done += step(store, gen, [job], stats, max_attempts)
                     except LocalmemError as one:
                         state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)
                         stats.failed += 1
@@ -90,7 +90,7 @@ def run_worker(
     return stats
 
 
-def _topics_when_idle(store: Store, gen: Generator) -> None:
+def _topics_when_idle(store: Store, gen: Generator, max_attempts: int) -> None:
     """The periodic topic layer: once extraction has caught up, group turns that are in
     no topic yet (after extraction, so labels can use the extracted keywords), and run
     the theme pass when topics await it (left over after a forget or a label cap). A
@@ -107,10 +107,12 @@ def _topics_when_idle(store: Store, gen: Generator) -> None:
             log.warning("topic layer: %s", exc)
 
 
-def run_topics(store: Store, gen: Generator | None = None, *, themes: bool = True) -> TopicStats:
-    """Run every pending topics job, then the cross-session theme pass over the topics
-    that changed (unless ``themes`` is off)."""
-    stats = run_topic_jobs(store, gen)
+def run_topics(
+    store: Store, gen: Generator | None = None, *, themes: bool = True, max_attempts: int | None = None
+) -> TopicStats:
+    """Run every topics job this worker can claim, then the cross-session theme pass
+    over the topics that changed (unless ``themes`` is off)."""
+    stats = run_topic_jobs(store, gen, max_attempts=max_attempts)
     if themes:
         stats.themes = run_themes(store, gen)
     return stats

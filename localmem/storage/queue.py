@@ -84,28 +84,41 @@ def _release_dead(conn: apsw.Connection) -> None:
 
 
 def claim(
-    conn: apsw.Connection, limit: int, *, owner: str | None = None, lease_s: float = LEASE_S, kind: str = KIND
+    conn: apsw.Connection,
+    limit: int,
+    *,
+    owner: str | None = None,
+    lease_s: float = LEASE_S,
+    kind: str = KIND,
+    batch: bool = True,
+    exclusive: bool = False,
 ) -> list[Job]:
-    """Claim up to ``limit`` ready jobs of ``kind``: the oldest one and the turns after
-    it in its session (one extraction call can then cover them). A job that failed
-    before is claimed alone."""
+    """Claim up to ``limit`` ready jobs of ``kind``: the oldest one and, with ``batch``,
+    the turns after it in its session (one extraction call can then cover them). A job
+    that failed before is claimed alone. ``exclusive``: never a job whose session has
+    another job of ``kind`` running under a live lease (a kind whose job works on the
+    whole session, like ``topics``)."""
     owner = owner or worker_id()
     now = now_iso()
     ready = (
         "j.kind = ? AND ((j.state = 'pending' AND (j.not_before IS NULL OR j.not_before <= ?)) "
         "OR (j.state = 'running' AND j.locked_until < ?))"
     )
+    alone = (
+        " AND NOT EXISTS (SELECT 1 FROM jobs r JOIN turns rt ON rt.id = r.turn_id WHERE r.kind = j.kind "
+        "AND r.id != j.id AND r.state = 'running' AND r.locked_until >= ? AND rt.session_id = t.session_id)"
+    )
     with db.transaction(conn):
         _release_dead(conn)
         first = conn.execute(
             f"SELECT j.id, j.turn_id, j.attempts, t.session_id, t.ord FROM jobs j JOIN turns t ON t.id = j.turn_id "
-            f"WHERE {ready} ORDER BY j.id LIMIT 1",
-            (kind, now, now),
+            f"WHERE {ready}{alone if exclusive else ''} ORDER BY j.id LIMIT 1",
+            (kind, now, now, now) if exclusive else (kind, now, now),
         ).fetchone()
         if first is None:
             return []
         jobs = [Job(int(first[0]), int(first[1]), int(first[2]))]
-        if int(str(first[2])) == 0 and limit > 1:
+        if batch and int(str(first[2])) == 0 and limit > 1:
             rows = conn.execute(
                 f"SELECT j.id, j.turn_id, j.attempts FROM jobs j JOIN turns t ON t.id = j.turn_id "
                 f"WHERE {ready} AND j.attempts = 0 AND t.session_id = ? AND t.ord > ? AND j.id != ? "
@@ -123,15 +136,21 @@ def claim(
 
 def fail(conn: apsw.Connection, job: Job, error: str, max_attempts: int, *, owner: str | None = None) -> str:
     """Record a failed attempt: back to ``pending`` after a back-off, or ``parked``."""
+    with db.transaction(conn):
+        return record_failure(conn, job, error, max_attempts, owner=owner)
+
+
+def record_failure(conn: apsw.Connection, job: Job, error: str, max_attempts: int, *, owner: str | None = None) -> str:
+    """``fail`` inside the caller's transaction (a step that writes its results and its
+    failures together); only while ``owner`` holds the job. Returns the new state."""
     owner = owner or worker_id()
     state = "parked" if job.attempts >= max_attempts else "pending"
     wait = min(BACKOFF_S * 4 ** max(job.attempts - 1, 0), BACKOFF_CAP_S)
-    with db.transaction(conn):
-        conn.execute(
-            "UPDATE jobs SET state = ?, last_error = ?, not_before = ?, locked_by = NULL, locked_until = NULL, "
-            "updated_at = ? WHERE id = ? AND state = 'running' AND locked_by = ?",
-            (state, error[:2000], None if state == "parked" else now_iso(wait), now_iso(), job.id, owner),
-        )
+    conn.execute(
+        "UPDATE jobs SET state = ?, last_error = ?, not_before = ?, locked_by = NULL, locked_until = NULL, "
+        "updated_at = ? WHERE id = ? AND state = 'running' AND locked_by = ?",
+        (state, error[:2000], None if state == "parked" else now_iso(wait), now_iso(), job.id, owner),
+    )
     return state
 
 

@@ -30,7 +30,9 @@ from localmem.answering.explore.prompts import (
 from localmem.answering.explore.tools import run_call
 from localmem.answering.explore.trace import Call, Exploration, Round
 from localmem.errors import InputError, ModelError
-from localmem.models.llm import Generator
+from localmem.models.llm import Generation, Generator
+from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
+from localmem.storage import calls as call_log
 from localmem.storage.store import Store
 from localmem.util.text import count_tokens
 
@@ -43,12 +45,16 @@ ANSWER_TOKENS = 250
 EVIDENCE_TOKENS = 1_500  # evidence shown to the Answer call
 
 
-def _parse(text: str) -> dict[str, Any] | None:
+def _parse(
+    text: str, msgs: list[dict[str, str]], out: Generation, model: str, records: list[CallRecord]
+) -> dict[str, Any] | None:
+    """The reply's object (its fields are checked by the loop, leniently), recorded."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
+        data, status = parse_reply(text), "ok"
+    except ReplyError as exc:
+        data, status = None, exc.reason
+    records.append(record("explore", model, msgs, text, status, (out.prompt_tokens, out.generated_tokens)))
+    return data
 
 
 def explore(
@@ -77,6 +83,7 @@ def explore(
     seen_calls: set[str] = set()
     spent_prompt = spent_gen = 0
     stop = "max_rounds"
+    records: list[CallRecord] = []  # every model call, for the call log
 
     def execute(index: int, raw_calls: list[Any]) -> list[Call]:
         calls: list[Call] = []
@@ -121,7 +128,7 @@ def explore(
             break
         spent_prompt += out.prompt_tokens
         spent_gen += out.generated_tokens
-        data = _parse(out.text)
+        data = _parse(out.text, msgs, out, generator.model_id, records)
         if data is None:
             rounds.append(
                 Round(index, "", False, [], [], out.prompt_tokens, out.generated_tokens, "reply was not a JSON object")
@@ -155,7 +162,7 @@ def explore(
             out = generator.generate_json(msgs, ANSWER_SCHEMA, max_tokens=ANSWER_TOKENS, temperature=temperature)
             spent_prompt += out.prompt_tokens
             spent_gen += out.generated_tokens
-            data = _parse(out.text) or {}
+            data = _parse(out.text, msgs, out, generator.model_id, records) or {}
             answer = str(data.get("answer", "")).strip() or answer
             raw = data.get("support")
             ids = (
@@ -168,6 +175,7 @@ def explore(
             answer, stop = f"I don't know (the model failed: {exc}).", "model_error"
     else:
         stop = "max_tokens"
+    call_log.log(store.conn, records, best_effort=True)
     return Exploration(
         query, answer, support, confidence, rounds, evidence, stop, spent_prompt, spent_gen, generator.model_id
     )
