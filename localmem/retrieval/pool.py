@@ -8,7 +8,10 @@
 4. every pool turn gets the features of ``localmem/retrieval/scorer.py``.
 
 Dense lists and features come from the in-memory mirrors (``localmem/storage/vectors.py``),
-lexical ones from FTS5.
+lexical ones from FTS5. Everything a query reads comes from one snapshot of the store
+(``Store.snapshot``): FTS rows, session ids and both mirrors agree even while other
+processes write or forget, and a cue whose turn is missing from the turn mirror is
+ignored (position -1), never used as an index.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, log_words, menti
 from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
-from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.storage.vectors import CueMirror, MirrorView, TurnMirror, VectorMirror
 
 
 @dataclass
@@ -40,14 +43,13 @@ class _Signals:
     qvec: np.ndarray
 
 
-def _signals(store: Store, tm: TurnMirror, query: str, visible: np.ndarray, m: int) -> _Signals:
-    cm = store.mirror("cue")
+def _signals(store: Store, view: MirrorView, query: str, visible: np.ndarray, m: int) -> _Signals:
+    tm, cm, cue_pos = view.turn, view.cue, view.cue_pos
     qvec = store.embedder.embed([query])[0].astype(np.float32)
     tsims = tm.mat @ qvec
     tsims_v = np.where(visible, tsims, -np.inf)
     csims = cm.mat @ qvec
-    cue_pos = store.cue_turn_positions()
-    cue_ok = (cue_pos >= 0) & visible[np.maximum(cue_pos, 0)]
+    cue_ok = _at(visible, cue_pos)
     # Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
     # statement cues; "fill" keeps every list and feature model-free (what the scorer
     # was fitted on) and lets them only propose extra candidates, packed last; "off"
@@ -96,7 +98,7 @@ def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, o
     ids, scores = queries.lexical(store.conn, table, query, limit=1000 if ok.all() else -1, common=common)
     out = np.zeros(len(mirror.ids))
     pos = mirror.index_of(ids)
-    keep = (pos >= 0) & ok[np.maximum(pos, 0)] & (scores > 0)
+    keep = _at(ok, pos) & (scores > 0)
     out[pos[keep]] = scores[keep]
     return out
 
@@ -125,7 +127,7 @@ def _neighbourhood(
 
 
 def _features(
-    query: str, tm: TurnMirror, cues: VectorMirror, sig: _Signals, anchors: dict[int, float], pool: np.ndarray
+    query: str, tm: TurnMirror, cues: CueMirror, sig: _Signals, anchors: dict[int, float], pool: np.ndarray
 ) -> np.ndarray:
     """The scorer's feature matrix for the pool (see localmem/scorer.py)."""
     pool_ids = tm.ids[pool]
@@ -175,12 +177,18 @@ class Pool:
 
 
 def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
-    """Anchors + expansion + features for a query; None when nothing is visible/matches."""
-    tm = store.turn_mirror()
+    """Anchors + expansion + features for a query; None when nothing is visible/matches.
+    Reads one snapshot of the store (the caller's, when it holds one)."""
+    with store.snapshot():
+        return _candidate_pool(store, store.mirrors(), query, flt)
+
+
+def _candidate_pool(store: Store, view: MirrorView, query: str, flt: Filter) -> Pool | None:
+    tm = view.turn
     if len(tm.ids) == 0:
         return None
     visible = visible_mask(store, tm, flt)
-    sig = _signals(store, tm, query, visible, store.params.candidates)
+    sig = _signals(store, view, query, visible, store.params.candidates)
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
         return None
@@ -190,7 +198,7 @@ def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
     for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
         reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
-    feats = _features(query, tm, store.mirror("cue"), sig, anchors, pool)
+    feats = _features(query, tm, view.cue, sig, anchors, pool)
     return Pool(
         tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
     )
@@ -203,6 +211,13 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
     return idx[np.argsort(-scores[idx], kind="stable")]
+
+
+def _at(mask: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``mask`` at positions ``pos``; False where a position is -1 (or past the end)."""
+    inside = (pos >= 0) & (pos < len(mask))
+    out: np.ndarray = inside & mask[np.where(inside, pos, 0)] if len(mask) else np.zeros(len(pos), dtype=bool)
+    return out
 
 
 def _first_turns(turn_pos: np.ndarray, m: int) -> list[int]:

@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,7 +31,7 @@ from localmem.storage import db
 from localmem.storage.graph import link_semantic
 from localmem.storage.prepare import Prepared, prepare
 from localmem.storage.retry import Patience
-from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.storage.vectors import Mirrors, MirrorView, TurnMirror, VectorMirror
 from localmem.util.text import count_words, display_time, parse_time
 
 Progress = Callable[[int], None]
@@ -64,34 +65,32 @@ class Store:
         if embedder is None:
             embedder = OnnxMiniLM()
         self.embedder = embedder
-        self._mirrors: dict[str, VectorMirror] = {}
-        self._cue_pos: tuple[tuple[int, int, int, int], np.ndarray] | None = None
+        self._mirrors = Mirrors(self.conn, lambda: self.embedder.dim)
         if not rebind:
             self._bind_embedder()
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A consistent read: every query on ``conn`` inside, and the vector mirrors,
+        see one commit, whatever other processes write or forget meanwhile. Re-entrant;
+        inside a write transaction it reads that transaction's view."""
+        return self._mirrors.snapshot()
+
+    def mirrors(self) -> MirrorView:
+        """Both vector mirrors as of one commit: the current snapshot's, or the newest."""
+        return self._mirrors.view()
+
     def mirror(self, table: str) -> VectorMirror:
-        """The in-memory, synced mirror of the ``cue`` or ``turn`` vectors."""
-        m = self._mirrors.get(table)
-        if m is None or m.dim != self.embedder.dim:
-            m = self._mirrors[table] = (
-                TurnMirror(self.embedder.dim) if table == "turn" else VectorMirror(table, self.embedder.dim)
-            )
-        m.sync(self.conn)
-        return m
+        """The in-memory mirror of the ``cue`` or ``turn`` vectors (see :meth:`mirrors`)."""
+        view = self.mirrors()
+        return view.turn if table == "turn" else view.cue
 
     def cue_turn_positions(self) -> np.ndarray:
         """For each row of the cue mirror, its turn's position in the turn mirror (-1 if
-        absent); cached until either mirror changes."""
-        tm, cm = self.turn_mirror(), self.mirror("cue")
-        key = (len(tm.ids), int(tm.ids[-1]) if len(tm.ids) else 0, len(cm.ids), int(cm.ids[-1]) if len(cm.ids) else 0)
-        if self._cue_pos is None or self._cue_pos[0] != key:
-            self._cue_pos = (key, tm.index_of(cm.turns))
-        return self._cue_pos[1]
+        absent), both from the same :meth:`mirrors` view."""
+        return self.mirrors().cue_pos
 
     def turn_mirror(self) -> TurnMirror:
-        m = self.mirror("turn")
-        assert isinstance(m, TurnMirror)
-        return m
+        return self.mirrors().turn
 
     @property
     def params(self) -> RetrievalParams:

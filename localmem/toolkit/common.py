@@ -6,7 +6,9 @@ Invariants:
   :data:`MAX_OFFSET` (:func:`_bounds`), so no call dumps the graph;
 - a turn's text is cut to :data:`MAX_TEXT_CHARS` with ``clipped`` set (:func:`_text`);
   the full text is one ``turn`` lookup away;
-- read-only: plain SELECTs on ``store.conn``.
+- read-only: plain SELECTs on ``store.conn``; each public tool is wrapped in
+  :func:`snapshot_read`, so all it reads (SQL rows and vector mirrors) is of one commit,
+  whatever other processes write or forget meanwhile.
 
 The underscored helpers are private to the toolkit package (its tool modules share
 them); ``localmem.answering.explore`` also uses :func:`_visible` and :func:`_time` to apply the
@@ -15,9 +17,10 @@ same as_of / scope filter to the turn ids a result names.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from localmem.errors import InputError, NotFound
 from localmem.storage import queries
@@ -30,6 +33,20 @@ DEFAULT_LIMIT = 10
 MAX_OFFSET = 10_000
 MAX_TEXT_CHARS = 800
 MAX_WINDOW = 5
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def snapshot_read(tool: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """Run a read tool inside one snapshot of its store (``Store.snapshot``)."""
+
+    @functools.wraps(tool)
+    def read(store: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with store.snapshot():
+            return tool(store, *args, **kwargs)
+
+    return read
 
 
 def _bounds(limit: int, offset: int) -> tuple[int, int]:
@@ -61,6 +78,7 @@ def _text(text: str) -> tuple[str, bool]:
     return text[:MAX_TEXT_CHARS].rstrip() + " …", True
 
 
+@snapshot_read
 def turn_refs(store: Store, ids: Sequence[int]) -> dict[int, TurnRef]:
     rows = queries.turn_rows(store.conn, ids)
     out: dict[int, TurnRef] = {}
@@ -99,6 +117,7 @@ def _cue_refs(store: Store, rows: Sequence[Sequence[Any]]) -> list[CueRef]:
     return [CueRef(int(r[0]), str(r[1]), str(r[2]), int(r[3]), tags.get(int(r[0]), []), r[4], r[5], r[6]) for r in rows]
 
 
+@snapshot_read
 def _visible(store: Store, turn_ids: Sequence[int], as_of: str | None, scope: str | None) -> set[int]:
     """The turns of ``turn_ids`` that pass the as_of / scope filter."""
     if not turn_ids:

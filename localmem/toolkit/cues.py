@@ -30,6 +30,7 @@ from localmem.toolkit.common import (
     _slice,
     _time,
     _visible,
+    snapshot_read,
     turn_refs,
 )
 from localmem.toolkit.records import CueHit, Page, TagCount, TurnRef
@@ -45,6 +46,7 @@ def _all_words_query(text: str) -> str:
     return " AND ".join(words)
 
 
+@snapshot_read
 def search_cues(
     store: Store,
     text: str,
@@ -136,6 +138,7 @@ def _cue_group(store: Store, cue: int | str) -> list[int]:
     return ids
 
 
+@snapshot_read
 def cue_tags(store: Store, cue: int | str, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TagCount]:
     """The tags (relation / aspect labels) of a cue, over every turn where it occurs,
     most used first. Statement cues have none; extracted keywords and facts do."""
@@ -151,6 +154,7 @@ def cue_tags(store: Store, cue: int | str, *, limit: int = DEFAULT_LIMIT, offset
     return _slice(items, limit, offset)
 
 
+@snapshot_read
 def cue_turns(
     store: Store,
     cue: int | str,

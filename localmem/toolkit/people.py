@@ -23,7 +23,7 @@ from typing import Any
 
 from localmem.errors import InputError, NotFound
 from localmem.storage.store import Store
-from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, turn_refs
+from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, snapshot_read, turn_refs
 from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
 
 
@@ -33,6 +33,7 @@ def _person(person: str) -> str:
     return person.strip()
 
 
+@snapshot_read
 def person_aspects(store: Store, person: str, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[Aspect]:
     """The aspects (work, family, hobby, ...) the store holds facts about for a person,
     most facts first."""
@@ -46,6 +47,7 @@ def person_aspects(store: Store, person: str, *, limit: int = DEFAULT_LIMIT, off
     return _slice([Aspect(str(a), int(n), ts) for a, n, ts in rows], limit, offset)
 
 
+@snapshot_read
 def person_facts(
     store: Store, person: str, aspect: str | None = None, *, limit: int = DEFAULT_LIMIT, offset: int = 0
 ) -> Page[Fact]:
@@ -84,6 +86,7 @@ def _topics(rows: list[Any]) -> list[Topic]:
     ]
 
 
+@snapshot_read
 def topics(
     store: Store, text: str | None = None, *, kind: str | None = None, limit: int = DEFAULT_LIMIT, offset: int = 0
 ) -> Page[Topic]:
@@ -111,6 +114,7 @@ def topics(
     return _page(_topics(rows), total, limit, offset)
 
 
+@snapshot_read
 def theme_topics(store: Store, theme_id: int, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[Topic]:
     """The session topics a theme groups, in time order (by each one's first turn), so
     the theme reads as the story of how it came back."""
@@ -134,6 +138,7 @@ def theme_topics(store: Store, theme_id: int, *, limit: int = DEFAULT_LIMIT, off
     return _page(_topics([r[:-1] for r in rows]), total, limit, offset)
 
 
+@snapshot_read
 def topic_turns(store: Store, topic_id: int, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TurnRef]:
     """The member turns of a topic or theme in time order."""
     limit, offset = _bounds(limit, offset)

@@ -29,11 +29,13 @@ from localmem.toolkit.common import (
     _page,
     _time,
     _turn_ref,
+    snapshot_read,
     turn_refs,
 )
 from localmem.toolkit.records import Link, Neighbour, Page, TurnContext, TurnCues, TurnRef, TurnTime
 
 
+@snapshot_read
 def turn_cues(store: Store, turn_id: int, *, limit: int = 20, offset: int = 0) -> Page[TurnCues]:
     """The turn and its cues (sentences, keywords, triples, facts) with their tags.
     One item; the cues inside it are paged."""
@@ -51,6 +53,7 @@ def turn_cues(store: Store, turn_id: int, *, limit: int = 20, offset: int = 0) -
     return Page([item], offset, limit, total, nxt if nxt < total else None)
 
 
+@snapshot_read
 def turn_context(store: Store, turn_id: int, *, window: int = 2, links: int = DEFAULT_LIMIT) -> TurnContext:
     """The turn, its neighbours within ``window`` places in its session, and the turns
     linked to it by semantic and antecedent edges (strongest first, at most ``links``)."""
@@ -89,6 +92,7 @@ def turn_context(store: Store, turn_id: int, *, window: int = 2, links: int = DE
     return TurnContext(turn, neighbours, found, len(edges))
 
 
+@snapshot_read
 def turn_time(store: Store, turn_id: int) -> TurnTime:
     """When a turn was said: its timestamp, its session, the session's start, its place."""
     row = store.conn.execute(
@@ -105,6 +109,7 @@ def turn_time(store: Store, turn_id: int) -> TurnTime:
     return TurnTime(int(turn_id), ts, str(key), started, int(place), int(n))
 
 
+@snapshot_read
 def turns_between(
     store: Store,
     start: str | None = None,
@@ -146,6 +151,7 @@ def turns_between(
     return _page([refs[t] for t in ids if t in refs], total, limit, offset)
 
 
+@snapshot_read
 def turn(store: Store, turn_id: int) -> dict[str, Any]:
     """One turn in full (its whole text), with its session and time."""
     r = queries.turn_rows(store.conn, [turn_id]).get(turn_id)
@@ -164,6 +170,7 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
     }
 
 
+@snapshot_read
 def sessions(store: Store, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[dict[str, Any]]:
     """Sessions, newest first, with their turn counts and time span."""
     limit, offset = _bounds(limit, offset)
@@ -181,6 +188,7 @@ def sessions(store: Store, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Pa
     return _page(items, total, limit, offset)
 
 
+@snapshot_read
 def session_turns(store: Store, session: str, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TurnRef]:
     """The turns of one session (by its key) in order."""
     limit, offset = _bounds(limit, offset)

@@ -212,6 +212,36 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 ) STRICT;
 
+-- table mirror_epochs on mirror_epochs
+CREATE TABLE mirror_epochs (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    turns INTEGER NOT NULL DEFAULT 0,
+    cues  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+-- table model_call_totals on model_call_totals
+CREATE TABLE model_call_totals (
+    purpose          TEXT PRIMARY KEY,
+    parsed           INTEGER NOT NULL DEFAULT 0,
+    unparsed         INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens    INTEGER NOT NULL DEFAULT 0,
+    generated_tokens INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
+
+-- table model_calls on model_calls
+CREATE TABLE model_calls (
+    id               INTEGER PRIMARY KEY,
+    at               TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    purpose          TEXT NOT NULL,
+    model            TEXT NOT NULL,
+    prompt_hash      TEXT NOT NULL,      -- sha256 of the messages, canonical JSON
+    reply            TEXT NOT NULL,      -- the reply's first 4,000 characters
+    reply_chars      INTEGER NOT NULL,   -- its full length
+    status           TEXT NOT NULL,      -- 'ok' or the parse failure
+    prompt_tokens    INTEGER NOT NULL DEFAULT 0,
+    generated_tokens INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
 -- table sessions on sessions
 CREATE TABLE sessions (
     id         INTEGER PRIMARY KEY,
@@ -325,6 +355,21 @@ CREATE TRIGGER cues_fts_delete AFTER DELETE ON cues BEGIN
     DELETE FROM cues_fts WHERE rowid = old.id;
 END;
 
+-- trigger cues_mirror_delete on cues
+CREATE TRIGGER cues_mirror_delete AFTER DELETE ON cues BEGIN
+    UPDATE mirror_epochs SET cues = cues + 1 WHERE id = 1;
+END;
+
+-- trigger cues_mirror_update on cues
+CREATE TRIGGER cues_mirror_update AFTER UPDATE OF id, turn_id, kind ON cues BEGIN
+    UPDATE mirror_epochs SET cues = cues + 1 WHERE id = 1;
+END;
+
+-- trigger embedder_mirror_reset on meta
+CREATE TRIGGER embedder_mirror_reset AFTER INSERT ON meta WHEN new.key IN ('embedder_id', 'embedder_dim') BEGIN
+    UPDATE mirror_epochs SET turns = turns + 1, cues = cues + 1 WHERE id = 1;
+END;
+
 -- trigger extracted_cues_fts_delete on cues
 CREATE TRIGGER extracted_cues_fts_delete AFTER DELETE ON cues WHEN old.kind != 'statement' BEGIN
     DELETE FROM extracted_cues_fts WHERE rowid = old.id;
@@ -345,4 +390,14 @@ END;
 -- trigger turns_fts_delete on turns
 CREATE TRIGGER turns_fts_delete AFTER DELETE ON turns BEGIN
     DELETE FROM turns_fts WHERE rowid = old.id;
+END;
+
+-- trigger turns_mirror_delete on turns
+CREATE TRIGGER turns_mirror_delete AFTER DELETE ON turns BEGIN
+    UPDATE mirror_epochs SET turns = turns + 1 WHERE id = 1;
+END;
+
+-- trigger turns_mirror_update on turns
+CREATE TRIGGER turns_mirror_update AFTER UPDATE OF id, session_id, ord, speaker, ts, words ON turns BEGIN
+    UPDATE mirror_epochs SET turns = turns + 1 WHERE id = 1;
 END;
