@@ -42,10 +42,11 @@ def reconstruct(
         flt = Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
     except ValueError as exc:
         raise InputError(f"as_of: {exc}") from exc
-    pool = candidate_pool(store, query, flt)
-    if pool is None:
-        return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-    return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
+    with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
+        pool = candidate_pool(store, query, flt)
+        if pool is None:
+            return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
+        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
 
 
 def check_budget(store: Store, budget_tokens: int) -> None:
