@@ -26,8 +26,10 @@ from localmem.answering.answer import answer_from
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
+from localmem.models.replies import CallRecord
 from localmem.records import MAX_TURN_CHARS, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
+from localmem.storage import calls
 from localmem.storage.store import Store
 from localmem.util.text import parse_time
 from mcp_server import traversal
@@ -161,9 +163,13 @@ and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
     ) -> Answered:
         st = state(ctx)
         assert st.generator is not None
-        # The store lock is held to reconstruct only; the model answers without it.
+        # The store lock is held to reconstruct and to log the call only; the model answers without it.
         context = await st.call(reconstruct_context, st.store, question, budget_tokens, as_of=as_of, scope=scope)
-        res = await st.generate(answer_from, st.generator, question, context, as_of=as_of)
+        records: list[CallRecord] = []
+        try:
+            res = await st.generate(answer_from, st.generator, question, context, as_of=as_of, records=records)
+        finally:
+            await st.call(calls.log, st.store.conn, records, best_effort=True)
         return Answered.model_validate({**res.to_dict(), "warning": getattr(res, "warning", None)})
 
     answered = f"""Answer a question from memory with the local model: reconstructs the context (`budget_tokens`,

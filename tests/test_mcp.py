@@ -254,6 +254,8 @@ async def test_answer_tool_with_a_scripted_model(mem: Store) -> None:
         assert "warning" in (tools["answer"].output_schema or {})["properties"]
         out = await call(c, "answer", {"question": "Where did Ben take the bike?"})
     assert out["answer"] == "On Main Street." and out["turns"] and out["warning"] is None
+    logged = mem.conn.execute("SELECT status FROM model_calls WHERE purpose = 'answer'").fetchall()
+    assert logged == [("ok",)]  # the model call is in the call log
     assert "Main Street" in seen[0] and "Question: Where did Ben take the bike?" in seen[0]
 
 
