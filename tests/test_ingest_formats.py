@@ -88,16 +88,18 @@ def test_claude_text_blocks_attachments_and_old_style_text() -> None:
 
 def test_openai_messages_jsonl_and_bare_json() -> None:
     sessions = load(DATA / "messages.jsonl")
-    assert [s.key for s in sessions] == ["ft-1", "line 2"]
+    # a conversation without an id is keyed by its content (first message and time)
+    unnamed = sessions[1].key
+    assert [s.key for s in sessions] == ["ft-1", unnamed] and unnamed.startswith("conv-")
     assert turns_of(sessions) == [
         ("ft-1:1", "user", "What is the capital of Australia?"),
         ("ft-1:2", "assistant", "Canberra."),
-        ("line 2:1", "user", "What breed is this dog?\n[image_url]"),
-        ("line 2:4", "assistant", "It looks like a beagle."),
+        (f"{unnamed}:1", "user", "What breed is this dog?\n[image_url]"),
+        (f"{unnamed}:4", "assistant", "It looks like a beagle."),
     ]
     assert sessions[1].turns[1].timestamp == "2024-09-01T12:00:05"
     bare = load(DATA / "messages_bare.json")
-    assert len(bare) == 1 and bare[0].source == "messages:messages_bare.json"
+    assert len(bare) == 1 and bare[0].source == "messages" and bare[0].key.startswith("conv-")
     assert [t.role for t in bare[0].turns] == ["user", "assistant"]
 
 

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localmem.cli.common import Subparsers, open_store, print_json
+from localmem.cli.common import Subparsers, open_patient, open_store, print_json
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
@@ -86,7 +86,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("no such file", path=str(args.file))
     fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
     opts = {"question": args.question, "sample": args.sample}
-    with open_store(settings) as store:
+    with open_patient(settings) as store:
         plan = runner.plan(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
         with Progress("ingest", plan.turns, unit="turns", quiet=args.json) as bar:
             report = runner.run(store, plan, progress=bar.advance)
@@ -107,14 +107,15 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(f"localmem watch: {event['message']}", file=sys.stderr)
 
-    with open_store(settings) as store:
+    with open_patient(settings) as store:
+        store.patience = None  # the watcher backs off on its own and keeps watching
         watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
         watcher.run(stop_on_signals(), worker=watch_worker(settings))
     return 0
 
 
 def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
-    with open_store(settings) as store:
+    with open_patient(settings) as store:
         n = store.forget(turn_ids=args.turn, session=args.session, before=args.before)
     if args.json:
         print_json({"deleted_turns": n})
@@ -125,7 +126,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_reindex(args: argparse.Namespace, settings: Settings) -> int:
 
-    with open_store(settings, rebind=True) as store:
+    with open_patient(settings, rebind=True) as store:
         n = store.reindex()
     print(f"re-embedded {n} turns with {store.embedder.model_id}")
     return 0

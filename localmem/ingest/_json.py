@@ -6,11 +6,16 @@ whole: the elements of a top-level array (``$[i]``), the lines of a JSON Lines f
 syntax error inside an array ends the file (it cannot be stepped over) and is raised;
 a bad line of a JSON Lines file is a bad record that ``--skip-bad`` can step over.
 Every record carries the ``Cursor`` just after it, so an ingest can resume there.
+
+Memory stays bounded: a record longer than ``max_bytes`` (``MAX_RECORD_BYTES`` unless a
+format asks for less) is refused without being read whole: a JSON Lines line becomes a
+bad record (``--skip-bad`` steps over it), an array element ends the file.
 """
 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -21,6 +26,8 @@ from typing import IO, Any
 from localmem.errors import InputError
 
 CHUNK = 1 << 20
+WINDOW = 65536
+MAX_RECORD_BYTES = 64 << 20  # one conversation of an export, one line of a JSON Lines file
 _WS = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 
@@ -90,7 +97,7 @@ def shape(path: Path) -> str:
             if text[0] != "{":
                 raise InputError(f"not JSON (starts with {text[:20]!r})", path=str(path))
             fh.seek(0)
-            first = fh.readline()
+            first = fh.readline(MAX_RECORD_BYTES)
     except OSError as exc:
         raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
     try:
@@ -99,12 +106,15 @@ def shape(path: Path) -> str:
         return "object"
 
 
-def records(path: Path, start: Cursor | None = None) -> Iterator[Record]:
+def records(path: Path, start: Cursor | None = None, max_bytes: int = MAX_RECORD_BYTES) -> Iterator[Record]:
     start = start or Cursor()
     kind = shape(path)
     if kind == "object":
         if start.index == 0:
-            yield Record(0, "$", read_json(path), Cursor(_size(path), 1, 1))
+            size = _size(path)
+            if size > max_bytes:
+                raise InputError(_too_long("the JSON object", size, max_bytes), path=str(path))
+            yield Record(0, "$", read_json(path), Cursor(size, 1, 1))
         return
     try:
         fh = path.open("rb")
@@ -112,9 +122,47 @@ def records(path: Path, start: Cursor | None = None) -> Iterator[Record]:
         raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
     with fh:
         if kind == "lines":
-            yield from _lines(fh, path, start)
+            yield from _lines(fh, path, start, max_bytes)
         else:
-            yield from _ArrayReader(fh, path, start).elements()
+            yield from _ArrayReader(fh, path, start, max_bytes).elements()
+
+
+def _too_long(what: str, size: int, limit: int) -> str:
+    return f"{what} has {size:,} bytes, more than the {limit:,} a record may have; not read"
+
+
+def first_line_id(path: Path) -> str:
+    """A short hash of a file's first non-blank line: what identifies a log whatever its
+    file name (a copy or a rename has the same; a log that grows keeps it)."""
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for raw in iter(lambda: fh.readline(WINDOW), b""):
+                if raw.strip():
+                    h.update(raw.strip())
+                    break
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
+    return h.hexdigest()[:12]
+
+
+def _bounded_lines(fh: IO[bytes], limit: int) -> Iterator[tuple[bytes | None, int]]:
+    """The lines of ``fh`` with their byte length; a line longer than ``limit`` bytes
+    comes as None, read past in chunks (never held whole)."""
+    while True:
+        raw = fh.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw, len(raw)
+            continue
+        size = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = fh.readline(CHUNK)
+            if not raw:
+                break
+            size += len(raw)
+        yield None, size
 
 
 def _size(path: Path) -> int:
@@ -124,21 +172,25 @@ def _size(path: Path) -> int:
         raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
 
 
-def _lines(fh: IO[bytes], path: Path, start: Cursor) -> Iterator[Record]:
+def _lines(fh: IO[bytes], path: Path, start: Cursor, max_bytes: int) -> Iterator[Record]:
     fh.seek(start.offset)
     offset, n = start.offset, start.line
     try:
-        for raw in fh:
+        for raw, size in _bounded_lines(fh, max_bytes):
             begin = offset
-            offset += len(raw)
+            offset += size
             n += 1
             line_no = n - 1
+            where = f"line {line_no}"
+            if raw is None:
+                err = InputError(_too_long("the line", size, max_bytes), path=str(path), where=where)
+                yield Record(line_no - 1, where, None, Cursor(offset, line_no, n), err)
+                continue
             complete = raw.endswith(b"\n")
             # A last line without its newline may still be being written: resume before it.
             after = Cursor(offset, line_no, n) if complete else Cursor(begin, line_no - 1, line_no)
             if not raw.strip():
                 continue
-            where = f"line {line_no}"
             try:
                 text = raw.decode("utf-8-sig" if begin == 0 else "utf-8")
                 value = _clean(json.loads(text), text)
@@ -196,8 +248,9 @@ class _ArrayReader:
     grows only as far as the current element needs (so memory stays at about the size of
     the largest element, not of the file)."""
 
-    def __init__(self, fh: IO[bytes], path: Path, start: Cursor) -> None:
+    def __init__(self, fh: IO[bytes], path: Path, start: Cursor, max_bytes: int = MAX_RECORD_BYTES) -> None:
         self.fh = fh
+        self.max_chars = max_bytes  # a str of n bytes has at most n characters
         self.path = path
         self.start = start
         self.decoder = codecs.getincrementaldecoder("utf-8")()
@@ -247,6 +300,12 @@ class _ArrayReader:
     def _fill(self) -> None:
         if self.eof:
             return
+        if len(self.buf) - self.pos > self.max_chars:
+            raise InputError(
+                f"an element of the array is longer than {self.max_chars:,} bytes; not read",
+                path=str(self.path),
+                where=f"line {self.line}",
+            )
         consumed = self.buf[: self.pos]
         nl = consumed.rfind("\n")
         self.col0 = len(consumed) - nl - 1 if nl >= 0 else self.col0 + len(consumed)

@@ -4,7 +4,8 @@ each with the ``Cursor`` to resume from once it is stored, plus small shared hel
 A unit is the smallest thing that is stored or refused as a whole: a bad unit carries
 its ``InputError`` instead of sessions, so ``--skip-bad`` can step over it and nothing
 of it is ever written. Messages a parser leaves out on purpose (system prompts, tool
-calls, hidden or empty messages) are counted in ``skipped`` by reason.
+calls, hidden or empty messages) are counted in ``skipped`` by reason. A unit with a
+turn longer than ``MAX_TURN_CHARS`` is a bad unit (``checked``): refused, not split.
 """
 
 from __future__ import annotations
@@ -17,8 +18,13 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor, Record
-from localmem.records import SessionIn
+from localmem.records import MAX_TURN_CHARS, SessionIn
 from localmem.util.text import parse_time
+
+# A record that holds one turn (a line of the jsonl format) is refused unread past this
+# size: even with every character escaped (\ud83d\ude00: 12 bytes) its text would be
+# longer than a turn may be.
+TURN_RECORD_BYTES = 16 * MAX_TURN_CHARS
 
 # Turns one conversation object into a session, counting what it leaves out.
 ConversationParser = Callable[[Any, Path, str, Counter[str]], SessionIn]
@@ -53,6 +59,22 @@ def conversation_unit(rec: Record, path: Path, parse: ConversationParser) -> Uni
     except InputError as exc:
         return bad(rec.index, rec.where, rec.after, exc)
     return Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
+
+
+def checked(u: Unit, path: Path) -> Unit:
+    """``u``, or a bad unit naming its first turn longer than ``MAX_TURN_CHARS``."""
+    for s in u.sessions:
+        for i, t in enumerate(s.turns):
+            if len(t.text) > MAX_TURN_CHARS:
+                turn = f"turn {i}" + (f" (id {t.source_id})" if t.source_id else "")
+                err = InputError(
+                    f"{turn} of session {s.key!r} has {len(t.text):,} characters; the most a turn may have is "
+                    f"{MAX_TURN_CHARS:,} (split it or leave it out)",
+                    path=str(path),
+                    where=u.where,
+                )
+                return bad(u.index, u.where, u.after, err)
+    return u
 
 
 def merge(sessions: Iterable[SessionIn]) -> list[SessionIn]:

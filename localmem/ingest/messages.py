@@ -6,13 +6,18 @@ Fields relied on: ``role`` and ``content`` (a string, or a list of parts: ``text
 ``image_url`` become placeholders like ``[image_url]``); optional ``name`` (the
 speaker), ``timestamp`` / ``created_at`` on a message or the conversation, and ``id`` /
 ``conversation_id`` / ``session`` on the conversation (its session key; otherwise
-``line N`` or ``$[i]``). ``system`` / ``developer`` and ``tool`` / ``function`` messages
-and assistant messages that only call tools are skipped (counted by reason). Source =
-``messages:<file name>``; native turn id = ``<session key>:<message index>``.
+``conv-<hash>`` of its first message and its time, so a conversation keeps its key in a
+copied, renamed or re-exported file, and when it grows). ``system`` / ``developer`` and
+``tool`` / ``function`` messages and assistant messages that only call tools are skipped
+(counted by reason). Source = ``messages``; native turn id = ``<session key>:<message
+index>``. Two conversations without ids that open with the same message at the same
+time (or both untimed) share a session.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +28,7 @@ from localmem.ingest._json import Cursor, read_json, records
 from localmem.ingest._units import Unit, bad, conversation_unit, timestamp
 from localmem.records import SessionIn, TurnIn
 
+SOURCE = "messages"
 SKIP_ROLES = {
     "system": "system message",
     "developer": "system message",
@@ -65,18 +71,21 @@ def conversation(conv: Any, path: Path, where: str, skipped: Counter[str]) -> Se
     messages = conv.get("messages")
     if not isinstance(messages, list):
         raise InputError("missing list field 'messages'", path=str(path), where=where)
-    default = where if where != "$" else path.stem
-    key = str(
-        next((conv[k] for k in ("id", "conversation_id", "session") if isinstance(conv.get(k), str | int)), default)
-    )
     conv_ts = timestamp(conv.get("timestamp", conv.get("created_at")), path, f"{where}.timestamp")
+    named = next((conv[k] for k in ("id", "conversation_id", "session") if isinstance(conv.get(k), str | int)), None)
+    key = str(named) if named is not None else _content_key(messages, conv_ts)
     turns = []
     for mi, msg in enumerate(messages):
         mwhere = f"{where}.messages[{mi}]"
         turn = _message(msg, path, mwhere, f"{key}:{mi}", skipped)
         if turn is not None:
             turns.append(turn)
-    return SessionIn(key=key, turns=tuple(turns), started_at=conv_ts, source=f"messages:{path.name}")
+    return SessionIn(key=key, turns=tuple(turns), started_at=conv_ts, source=SOURCE)
+
+
+def _content_key(messages: list[Any], ts: str | None) -> str:
+    first = json.dumps(messages[:1], sort_keys=True, ensure_ascii=False, default=str)
+    return "conv-" + hashlib.sha256(f"{ts or ''}\x00{first}".encode("utf-8", "replace")).hexdigest()[:12]
 
 
 def _message(msg: Any, path: Path, where: str, native: str, skipped: Counter[str]) -> TurnIn | None:

@@ -3,9 +3,14 @@
 ``plan`` reads the file once without writing (from the resume point, if there is a
 valid one): it counts the turns for the progress bar and finds bad units, so that a
 bad file is refused before anything of it is stored (with ``skip_bad``, its bad units
-are stepped over instead and reported). ``run`` reads it again and writes whole units,
-about ``batch_turns`` turns per ``Store.write_sessions`` transaction; after each batch
-commits, the point after its last unit is saved in ``ingest_files``. A batch and its
+are stepped over instead and reported); a file read from its start that yields no turn
+at all is refused too (a wrong ``--format`` or a file of something else), naming the
+format it was read as and the one detected. ``run`` reads it again and writes whole
+units, about ``batch_turns`` turns per batch; a batch is written in transactions of at
+most ``batch_turns`` turns and ``BATCH_CHARS`` characters (split within a session if
+need be), so no transaction holds the write lock for long; after each batch commits,
+the point after its last unit is saved in ``ingest_files``. Writes wait out another
+process's lock as the store's ``patience`` says. A batch and its
 resume point are two transactions, batch first: an ingest killed between them reads
 that batch again next time and finds its turns already stored (content hashes), so
 nothing is written twice and nothing is lost.
@@ -20,8 +25,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ from localmem.records import SessionIn
 from localmem.storage.store import Store
 
 BATCH_TURNS = 256
+BATCH_CHARS = 250_000  # of turn text per write transaction (~0.1-0.3 s of cue, FTS and vector inserts)
 
 
 @dataclass
@@ -110,6 +116,7 @@ def plan(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = F
     prev = state.get(store.conn, path, name, p.options_key)
     if prev is not None and (not prev.complete or prev.stat.fingerprint != st.fingerprint):
         p.start = state.resume_point(prev, path, st) or Cursor()
+    skipped: Counter[str] = Counter()
     for u in units(path, name, p.start, **opts):
         p.units += 1
         if u.error is not None:
@@ -117,7 +124,45 @@ def plan(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = F
                 raise u.error
             p.bad[u.index] = u.error
         p.turns += u.turns
+        skipped.update(u.skipped)
+    if p.turns == 0 and not p.bad and p.start == Cursor():
+        raise InputError(_no_turns(path, name, fmt, skipped), path=str(path))
     return p
+
+
+def _no_turns(path: Path, name: str, fmt: str | None, skipped: Counter[str]) -> str:
+    why = f"no turns found reading it as {name}"
+    if skipped:
+        why += " (left out: " + ", ".join(f"{n} {what}" for what, n in sorted(skipped.items())) + ")"
+    if fmt is not None:
+        try:
+            detected = detect(path)
+        except InputError:
+            detected = None
+        if detected and detected != fmt:
+            why += f"; it looks like {detected}: try --format {detected}"
+    return why
+
+
+def chunks(sessions: list[SessionIn], turns: int, chars: int) -> Iterator[list[SessionIn]]:
+    """``sessions`` cut into pieces of at most ``turns`` turns and ``chars`` characters of
+    text (one turn over ``chars`` goes alone), a session's turns split across pieces in order."""
+    piece: list[SessionIn] = []
+    n = size = 0
+    for s in sessions:
+        at = 0
+        for i, t in enumerate(s.turns):
+            if n and (n >= turns or size + len(t.text) > chars):
+                if i > at:
+                    piece.append(replace(s, turns=s.turns[at:i]))
+                yield piece
+                piece, n, size, at = [], 0, 0, i
+            n += 1
+            size += len(t.text)
+        if at < len(s.turns):
+            piece.append(replace(s, turns=s.turns[at:]))
+    if piece:
+        yield piece
 
 
 def run(
@@ -141,11 +186,13 @@ def run(
 
     def flush(complete: bool) -> None:
         nonlocal batch, size
-        if batch:
-            for r in store.write_sessions(merge(batch)):
+        for piece in chunks(merge(batch), batch_turns, BATCH_CHARS):
+            for r in store.write_sessions(piece):
                 report.new += r.new_turns
                 report.already_present += r.existing_turns
-        state.save(store.conn, p.path, p.format, p.options_key, p.stat, after, complete=complete)
+        store.retrying(
+            lambda: state.save(store.conn, p.path, p.format, p.options_key, p.stat, after, complete=complete)
+        )
         if progress and size:
             progress(size)
         batch, size = [], 0

@@ -9,7 +9,8 @@ it (``## 2024-05-01``, ``## Session 3 — 8 May, 2023``) is the session's date. 
 ``[HH:MM]`` prefix on a turn is combined with that date. Speakers called assistant /
 ai / bot / chatgpt / claude get role ``assistant``, everyone else ``user``; ``System``
 lines are skipped, as is text before the first turn of a session (counted). Source =
-``transcript:<file name>``; native turn id = ``<session key>:<turn index>``. One unit
+``transcript:<hash of the first line>`` (the log's content, not its file name: a copy or
+a rename writes nothing new); native turn id = ``<session key>:<turn index>``. One unit
 per session; the last session is read again on the next ingest, since a live
 transcript grows at its end.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localmem.errors import InputError
-from localmem.ingest._json import Cursor
+from localmem.ingest._json import Cursor, first_line_id
 from localmem.ingest._units import Unit, bad
 from localmem.records import SessionIn, TurnIn
 from localmem.util.text import parse_time
@@ -98,7 +99,7 @@ class _Section:
 
 def units(path: Path, start: Cursor | None = None) -> Iterator[Unit]:
     start = start or Cursor()
-    source = f"transcript:{path.name}"
+    source = f"transcript:{first_line_id(path)}"
     try:
         fh = path.open("rb")
     except OSError as exc:

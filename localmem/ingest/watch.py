@@ -9,7 +9,10 @@ watcher was not running: content already ingested under a path that no longer ex
 is recognised by its fingerprint). Deleting a file keeps its memories. Hidden files,
 temporary files (``.tmp``, ``.part``, ``.crdownload``, ``~``, ...) and files that are
 not ``.json``, ``.jsonl``, ``.ndjson``, ``.md``, ``.markdown`` or ``.txt`` are ignored.
-A bad file is reported and skipped until it changes again. On start, files that
+A bad file is reported and skipped until it changes again. A busy database (another
+process held the write lock past the busy timeout) never stops the watcher: it reports
+once that it waits, keeps watching, and tries the file again after a back-off (what was
+committed before stays; the rest resumes). On start, files that
 changed while the watcher was not running are caught up. ``run`` returns cleanly when
 ``stop`` is set (``stop_on_signals`` sets it on SIGINT/SIGTERM), after the batch in
 progress is stored.
@@ -35,6 +38,7 @@ from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError
 from localmem.ingest import runner, state
+from localmem.storage.retry import BUSY_ERRORS, WAITING
 from localmem.storage.store import Store
 
 EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
@@ -107,6 +111,8 @@ class Watcher:
         self._pending: dict[Path, tuple[float, Signature]] = {}  # path -> (last event, its signature)
         self._moves: list[tuple[Path, Path]] = []
         self._failed: dict[Path, Signature] = {}  # bad files, and the state they were bad in
+        self._busy_until = 0.0  # the database was locked: try again after this (monotonic)
+        self._pause = 0.0  # the back-off while it stays locked; 0 when not waiting
         self._stop: threading.Event | None = None
 
     # -- called from the observer thread ----------------------------------------------
@@ -169,11 +175,19 @@ class Watcher:
 
     def step(self) -> None:
         """Apply the moves seen, then ingest the files that have settled."""
+        now = time.monotonic()
+        if now < self._busy_until:
+            return
         with self._lock:
             moves, self._moves = self._moves, []
-        for src, dest in moves:
-            self._move(src, dest)
-        now = time.monotonic()
+        for i, (src, dest) in enumerate(moves):
+            try:
+                self._move(src, dest)
+            except BUSY_ERRORS:
+                with self._lock:
+                    self._moves[:0] = moves[i:]
+                self._busy(dest)
+                return
         with self._lock:
             due = sorted((p, t, sig) for p, (t, sig) in self._pending.items() if now - t >= self.settle)
         for path, t, sig in due:
@@ -189,7 +203,21 @@ class Watcher:
                 del self._pending[path]
             if current is None or self._failed.get(path) == current:
                 continue
-            self._ingest(path, current)
+            try:
+                self._ingest(path, current)
+            except BUSY_ERRORS:
+                with self._lock:  # due again once the back-off is over
+                    self._pending.setdefault(path, (now - self.settle, current))
+                self._busy(path)
+                return
+            self._pause = 0.0
+
+    def _busy(self, path: Path) -> None:
+        """Another process holds the write lock: say so once, then back off."""
+        if not self._pause:
+            self._emit("waiting", path, WAITING)
+        self._pause = min(max(self._pause * 2, 0.5), 5.0)
+        self._busy_until = time.monotonic() + self._pause
 
     def _unchanged(self, path: Path, sig: tuple[int, int]) -> bool:
         return any(r.complete and (r.stat.size, r.stat.mtime_ns) == sig for r in state.for_path(self.store.conn, path))
