@@ -9,6 +9,8 @@ per word under the hard token cap.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from localmem.errors import InputError
@@ -18,7 +20,7 @@ from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
 from localmem.storage import queries
-from localmem.storage.queries import Filter
+from localmem.storage.queries import Filter, TurnRow
 from localmem.storage.store import Store
 from localmem.util.text import count_words, parse_time, tokens_for_words
 
@@ -34,19 +36,25 @@ def reconstruct(
 ) -> Context:
     """The context of at most ``budget_tokens`` (default: the configured budget) that
     best answers ``query``, seen as of ``as_of`` and within ``scope`` when given."""
+    budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
+    pool = candidate_pool(store, query, flt)
+    if pool is None:
+        return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
+    return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
+
+
+def read_args(
+    store: Store, query: str, budget_tokens: int | None, as_of: str | None, scope: str | None
+) -> tuple[int, Filter]:
+    """The checked budget (default: the configured one) and the filter of a read."""
     budget_tokens = store.settings.budget_tokens if budget_tokens is None else budget_tokens
     if not query or not query.strip():
         raise InputError("query is empty")
     check_budget(store, budget_tokens)
     try:
-        flt = Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
+        return budget_tokens, Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
     except ValueError as exc:
         raise InputError(f"as_of: {exc}") from exc
-    with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
-        pool = candidate_pool(store, query, flt)
-        if pool is None:
-            return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
 
 
 def check_budget(store: Store, budget_tokens: int) -> None:
@@ -56,8 +64,21 @@ def check_budget(store: Store, budget_tokens: int) -> None:
         raise InputError(f"budget_tokens {budget_tokens} exceeds the cap of {store.settings.max_budget_tokens}")
 
 
-def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Context:
-    """Pack a scored pool into the budget (best evidence per word first) and render it."""
+@dataclass
+class Selection:
+    """What packing made of a scored pool: every candidate in packing order, what the
+    packer chose, and the final choice after CABLE's expansion (``added`` turns)."""
+
+    ranked: list[Candidate]
+    rows: dict[int, TurnRow]
+    packed: list[Candidate]
+    chosen: list[Candidate]
+    added: int
+
+
+def select(store: Store, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Selection:
+    """Pack a scored pool into the budget (best evidence per word first), then let CABLE
+    expand it."""
     order = value_order(prob, pool.words)
     # Turns only a model-extracted cue proposed pack after every model-free candidate:
     # they can use budget left over, never take a place the model-free ranking chose.
@@ -65,11 +86,22 @@ def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_toke
     order = np.concatenate([order[~late], order[late]]) if late.any() else order
     cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in order]
     rows = queries.turn_rows(store.conn, [c.turn_id for c in cands])
-    chosen = pack(cands, rows, budget_tokens)
-    added = 0
+    packed = pack(cands, rows, budget_tokens)
+    chosen, added = packed, 0
     if store.params.cable:
-        chosen, added = cable.expand(store, pool.qvec, pool.visible, chosen, rows, budget_tokens)
-    text, ordered = render(chosen, rows)
+        chosen, added = cable.expand(store, pool.qvec, pool.visible, packed, rows, budget_tokens)
+    return Selection(cands, rows, packed, chosen, added)
+
+
+def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Context:
+    """Pack a scored pool into the budget and render it."""
+    return context_of(query, pool, select(store, pool, prob, budget_tokens), budget_tokens)
+
+
+def context_of(query: str, pool: Pool, sel: Selection, budget_tokens: int) -> Context:
+    """The rendered context of a selection, with each placed turn and why it is there."""
+    rows = sel.rows
+    text, ordered = render(sel.chosen, rows)
     evidence = tuple(
         EvidenceTurn(
             turn_id=c.turn_id,
@@ -86,5 +118,5 @@ def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_toke
         )
         for c in ordered
     )
-    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": added}
+    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": sel.added}
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)
