@@ -4,7 +4,8 @@ headless Chromium (Debian's ``chromium`` + ``chromium-driver``, through Selenium
 The store is built the way a user's is: turns written, the worker run with a scripted
 model (extraction, topic labels, CABLE's queries and verdicts: the model boundary is the
 one thing faked), embeddings from the HashEmbedder. The server is uvicorn on a real
-loopback socket. The browser tests are skipped only when /usr/bin/chromium is absent;
+loopback socket. The browser tests are skipped only when /usr/bin/chromium (or its
+driver) is absent, and fail instead when ``LOCALMEM_REQUIRE_BROWSER`` is set (CI);
 ``LOCALMEM_UI_SHOTS=docs`` makes them save the README's screenshots there.
 """
 
@@ -355,16 +356,15 @@ def test_cli_ui_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
 
 # -- in the browser ------------------------------------------------------------------
 
-needs_chromium = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="needs Debian's chromium and chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver)",
-)
+NO_BROWSER = "needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)"
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip("needs Debian's chromium and chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver)")
+        if os.environ.get("LOCALMEM_REQUIRE_BROWSER"):  # CI: a missing browser is a failure, not a skip
+            pytest.fail(f"LOCALMEM_REQUIRE_BROWSER is set but {CHROMIUM} or {CHROMEDRIVER} is absent: {NO_BROWSER}")
+        pytest.skip(NO_BROWSER)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -426,7 +426,6 @@ def login(driver: Any, srv: Server) -> None:
     assert "token" not in driver.current_url  # the redirect dropped it; the cookie carries it
 
 
-@needs_chromium
 def test_browser_without_the_token_is_refused(browser: Any, server: Server) -> None:
     browser.delete_all_cookies()
     browser.get(f"{server.base}/")
@@ -435,7 +434,6 @@ def test_browser_without_the_token_is_refused(browser: Any, server: Server) -> N
     assert "Missing or wrong token" in browser.find_element("css selector", "body").text
 
 
-@needs_chromium
 def test_ask_shows_the_turn_with_its_reason(browser: Any, server: Server, built: Settings, tmp_path: Path) -> None:
     login(browser, server)
     tomas = turn_id(built, "trip-plans:2")
@@ -460,7 +458,6 @@ def test_ask_shows_the_turn_with_its_reason(browser: Any, server: Server, built:
     wait_for(browser, "#turn-text")
 
 
-@needs_chromium
 def test_timeline_lists_sessions_with_topics(browser: Any, server: Server, tmp_path: Path) -> None:
     login(browser, server)
     browser.find_element("css selector", 'header nav a[data-page="timeline"]').click()
@@ -474,7 +471,6 @@ def test_timeline_lists_sessions_with_topics(browser: Any, server: Server, tmp_p
     assert "I booked flights to Lisbon" in turns.text and "I'll go with my friend Tomas" in turns.text
 
 
-@needs_chromium
 def test_turn_shows_cues_tags_and_links(browser: Any, server: Server, built: Settings, tmp_path: Path) -> None:
     login(browser, server)
     tomas = turn_id(built, "trip-plans:2")
@@ -500,7 +496,6 @@ def test_turn_shows_cues_tags_and_links(browser: Any, server: Server, built: Set
     assert len(hrefs) == len(set(hrefs)) >= 3
 
 
-@needs_chromium
 def test_health_shows_coverage_and_jobs(browser: Any, server: Server, tmp_path: Path) -> None:
     login(browser, server)
     browser.find_element("css selector", 'header nav a[data-page="health"]').click()
@@ -513,7 +508,6 @@ def test_health_shows_coverage_and_jobs(browser: Any, server: Server, tmp_path: 
     shot(browser, "health", tmp_path)
 
 
-@needs_chromium
 def test_forget_asks_first(browser: Any, tmp_path: Path) -> None:
     settings = build_store(tmp_path / "forget.db")
     srv = Server(settings)
