@@ -351,3 +351,20 @@ def test_a_reply_cut_at_the_cap_keeps_the_finished_turns(store: Store) -> None:
         r[0] for r in store.conn.execute("SELECT last_error FROM jobs WHERE state = 'pending' AND kind = 'extract'")
     ]
     assert errors == ["truncated"]
+
+
+def test_cli_stats_shows_refused_replies_per_purpose(tmp_path: Path) -> None:
+    from localmem.models.registry import embedder_for
+
+    settings = Settings(db=tmp_path / "m.db")
+    with Store(settings.db, embedder=embedder_for(settings), settings=settings) as s:
+        s.write_sessions([story(2)])
+        run_worker(s, ScriptedGenerator(lambda _t: "sorry, I cannot do JSON"), until_empty=True)
+    cmd = [sys.executable, "-m", "localmem", "--db", str(settings.db), "stats"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "enrichment    0 of 2 turns (0.0%)" in out
+    assert "extract 0 parsed / 1 unparsed" in out and "topic-label 0 parsed / 1 unparsed" in out
+    assert "refused extract reply" in out and "not JSON: 'sorry, I cannot do JSON'" in out
+    full = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=300, check=True).stdout)
+    assert full["enrichment"]["model_calls"]["extract"]["unparsed"] == 1
+    assert full["enrichment"]["jobs"]["pending"] == 2

@@ -101,6 +101,14 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     )
     print("memory types  " + ", ".join(f"{k} {v}" for k, v in e["memory_types"].items()))
     print("jobs          " + ", ".join(f"{k} {v}" for k, v in e["jobs"].items()))
+    print("topic jobs    " + ", ".join(f"{k} {v}" for k, v in e["topic_jobs"].items()))
+    used = {k: v for k, v in e["model_calls"].items() if v["parsed"] or v["unparsed"]}
+    print(
+        "model calls   "
+        + (", ".join(f"{k} {v['parsed']} parsed / {v['unparsed']} unparsed" for k, v in used.items()) or "none")
+    )
+    for f in e["recent_reply_failures"]:
+        print(f"  refused {f['purpose']} reply ({f['at']}): {f['status']}: {f['reply']!r}")
     a = e["antecedent"]
     print(
         f"antecedents   {a['turns_processed']} turns processed ({a['turns_skipped']} skipped), {a['jobs_waiting']} "

@@ -1,9 +1,15 @@
 """The durable job queue: the ``jobs`` table's primitives (claim, fail, finish, counts).
 
-A job per new turn is queued by the write path, in the transaction that stores the turn
-(``Store._insert_turn``). States: ``pending`` -> ``running`` (claimed) -> ``done``, or
-back to ``pending`` with a back-off after a failure, or ``parked`` after
-``Settings.job_attempts`` attempts, with its last error (shown by ``localmem stats``).
+Every job kind goes through the same protocol: ``extract`` (one per new turn, queued by
+the write path in the transaction that stores the turn, ``Store._insert_turn``),
+``antecedent`` (queued by enrichment) and ``topics`` (one per session with turns in no
+topic, claimed with ``batch=False, exclusive=True``: one at a time, never while another
+job of its session runs). A job whose model reply was refused is a failed attempt like
+one whose model raised (``record_failure`` inside the step's own transaction).
+
+States: ``pending`` -> ``running`` (claimed) -> ``done``, or back to ``pending`` with a
+back-off after a failure, or ``parked`` after ``Settings.job_attempts`` attempts, with
+its last error (shown by ``localmem stats``).
 
 Crash safety (kill -9 at any point loses nothing, enriches nothing twice):
 - a claim is one short transaction that marks jobs ``running``, counts the attempt and
