@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             if args.enrich:
                 _enrich_locomo(args, settings, workdir, embedder, log)
             gen = generator(settings, None if args.model in (None, "default") else args.model)
-            budget = _ints(args.budgets, "--budgets")[0] if args.budgets else 2000
+            budget = _ints(args.budgets, "--budgets")[0] if args.budgets else settings.budget_tokens
             result = locomo.run_explore(
                 args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
             )

@@ -4,7 +4,8 @@ Read-time (query, answer, serve, bench): ``--no-cable`` and the expansion's tau,
 and budget. Build-time (worker, enrich, bench --model): ``--no-cable`` (leave
 antecedent jobs queued; the default), ``--cable`` (build them), ``--no-subtraction``, ``--no-verification``,
 ``--generic-queries``, Kb, Kh, Nq and the verification batch. Flags override the
-config file's ``[retrieval]`` / ``[cable]`` values; absent flags change nothing.
+config file's ``[retrieval]`` / ``[cable]`` values; absent flags change nothing. The
+defaults in the help texts are read from ``localmem.config`` (docs/cable.md explains them).
 """
 
 from __future__ import annotations
@@ -13,22 +14,35 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from localmem.config import Settings
+from localmem.config import Settings, check
+from localmem.config import default as _d
 
 
 def add_read_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("CABLE expansion (read time)")
     g.add_argument("--no-cable", action="store_true", help="no antecedent expansion")
-    g.add_argument("--cable-tau", type=float, help="seed threshold: cosine(query, seed) >= tau (default 0.3)")
-    g.add_argument("--cable-theta", type=float, help="novelty threshold: cosine to the result < theta (default 0.9)")
-    g.add_argument("--cable-budget", type=int, help="most antecedent turns added (default 5)")
     g.add_argument(
-        "--cable-share", type=float, help="most of the token budget antecedent turns may take (default 0.25)"
+        "--cable-tau",
+        type=float,
+        help=f"seed threshold: cosine(query, seed) >= tau (default {_d('retrieval.cable_tau')})",
+    )
+    g.add_argument(
+        "--cable-theta",
+        type=float,
+        help=f"novelty threshold: cosine to the result < theta (default {_d('retrieval.cable_theta')})",
+    )
+    g.add_argument(
+        "--cable-budget", type=int, help=f"most antecedent turns added (default {_d('retrieval.cable_budget')})"
+    )
+    g.add_argument(
+        "--cable-share",
+        type=float,
+        help=f"most of the token budget antecedent turns may take (default {_d('retrieval.cable_share')})",
     )
     g.add_argument(
         "--cable-keep-p",
         type=float,
-        help="never replace turns at least this likely to be evidence (default 0.05; 1.0: any)",
+        help=f"never replace turns at least this likely to be evidence (default {_d('retrieval.cable_keep_p')}; 1.0: any)",
     )
 
 
@@ -39,15 +53,17 @@ def add_build_flags(p: argparse.ArgumentParser, *, with_off: bool = True) -> Non
         g.add_argument(
             "--cable",
             action="store_true",
-            help="build antecedent links (off by default; see README, 'Antecedent links')",
+            help="build antecedent links (off by default; see docs/cable.md)",
         )
     g.add_argument("--no-subtraction", action="store_true", help="verify all of H, not only H minus B")
     g.add_argument("--no-verification", action="store_true", help="link every candidate without asking the model")
     g.add_argument("--generic-queries", action="store_true", help="topical queries instead of the typed prompts")
-    g.add_argument("--kb", type=int, help="direct neighbours B of the new turn (default 15)")
-    g.add_argument("--kh", type=int, help="turns per antecedent query (default 15)")
-    g.add_argument("--nq", type=int, help="antecedent queries per turn, at most (default 3)")
-    g.add_argument("--verify-batch", type=int, help="candidates per verification call (default 3)")
+    g.add_argument("--kb", type=int, help=f"direct neighbours B of the new turn (default {_d('cable.kb')})")
+    g.add_argument("--kh", type=int, help=f"turns per antecedent query (default {_d('cable.kh')})")
+    g.add_argument("--nq", type=int, help=f"antecedent queries per turn, at most (default {_d('cable.nq')})")
+    g.add_argument(
+        "--verify-batch", type=int, help=f"candidates per verification call (default {_d('cable.verify_batch')})"
+    )
 
 
 def apply(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -77,6 +93,13 @@ def apply(args: argparse.Namespace, settings: Settings) -> Settings:
     if getattr(args, "no_cable", False):
         read["cable"] = False
         build["enabled"] = False
-    r = replace(r, **{k: v for k, v in read.items() if v is not None})
-    c = replace(c, **{k: v for k, v in build.items() if v is not None})
+    r = replace(r, **{k: _flag(f"retrieval.{k}", v) for k, v in read.items() if v is not None})
+    c = replace(c, **{k: _flag(f"cable.{k}", v) for k, v in build.items() if v is not None})
     return replace(settings, retrieval=r, cable=c)
+
+
+def _flag(key: str, value: Any) -> Any:
+    """A flag's value checked like the config file's, the error naming the flag."""
+    name = key.partition(".")[2]
+    flag = "--" + name.replace("_", "-")
+    return check(key, value, flag)

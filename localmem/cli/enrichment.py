@@ -15,7 +15,7 @@ from typing import Any
 
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, print_json
-from localmem.config import Settings
+from localmem.config import Settings, default
 from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.worker import run_worker
 from localmem.errors import LocalmemError
@@ -43,7 +43,9 @@ def add_worker_parsers(sub: Subparsers) -> None:
     ):
         c = sub.add_parser(name, help=helptext, description=desc)
         c.add_argument("--model", help="GGUF chat model (default: $LOCALMEM_MODEL, the config file, else SmolLM2)")
-        c.add_argument("--batch", type=int, help="turns of one session per model call (default 6)")
+        c.add_argument(
+            "--batch", type=int, help=f"turns of one session per model call (default {default('extract_batch')})"
+        )
         if name == "worker":
             c.add_argument("--once", action="store_true", help="process one batch of jobs, then exit")
         else:

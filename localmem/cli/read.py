@@ -16,11 +16,16 @@ from localmem.answering.answer import answer
 from localmem.answering.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS, explore
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, print_json
-from localmem.config import Settings
+from localmem.config import Settings, default
 from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.store import Store
+
+BUDGET_HELP = (
+    f"token budget of the context (default: the budget_tokens setting, {default('budget_tokens')}; "
+    f"at most max_budget_tokens, {default('max_budget_tokens')})"
+)
 
 
 def add_query(sub: Subparsers) -> None:
@@ -30,7 +35,7 @@ def add_query(sub: Subparsers) -> None:
         description="Reconstruct context (no LLM call).",
     )
     c.add_argument("text", nargs="?", help="the question")
-    c.add_argument("--budget", type=int, help="token budget of the context (default 2000)")
+    c.add_argument("--budget", type=int, help=BUDGET_HELP)
     c.add_argument("--as-of", help="ignore turns after this time (ISO 8601, '2023/05/30 (Tue) 23:40', ...)")
     c.add_argument("--scope", help="only sessions of this source (e.g. locomo:conv-26) or this session key")
     c.add_argument(
@@ -70,7 +75,7 @@ def add_answer(sub: Subparsers) -> None:
     c.add_argument("question", help="the question")
     c.add_argument("--model", help="GGUF chat model (default: $LOCALMEM_MODEL, the config file, else SmolLM2)")
     c.add_argument("--explore", action="store_true", help="explore the memory with the model instead")
-    c.add_argument("--budget", type=int, help="token budget of the reconstructed context (default 2000)")
+    c.add_argument("--budget", type=int, help=BUDGET_HELP)
     c.add_argument("--as-of", help="the question time: ignore turns after it (ISO 8601)")
     c.add_argument("--scope", help="only sessions of this source or this session key")
     c.add_argument("--json", action="store_true", help="print JSON (answer and cited turns)")
@@ -172,6 +177,8 @@ def cmd_answer(args: argparse.Namespace, settings: Settings) -> int:
         print_json(res.to_dict())
     else:
         print(res.answer)
+        if res.warning:
+            print(f"\nwarning: {res.warning}", file=sys.stderr)
         print(
             f"\n[turns: {', '.join(str(t.turn_id) for t in res.context.turns) or 'none'}; "
             f"{res.context.tokens} context tokens; {res.model}]",
