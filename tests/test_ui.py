@@ -34,7 +34,7 @@ from localmem.retrieval.reconstruct import reconstruct
 from localmem.retrieval.trace import trace
 from localmem.storage.store import Store
 from localmem.ui.app import bind, build_app
-from localmem.ui.security import loopback_host
+from localmem.ui.security import loopback_host, port_of
 from tests.conftest import HashEmbedder, session
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -219,7 +219,8 @@ def server(built: Settings) -> Iterator[Server]:
     srv.stop()
 
 
-COOKIE = {"Cookie": f"localmem_ui={TOKEN}"}
+def cookie(srv: Server, token: str = TOKEN) -> dict[str, str]:
+    return {"Cookie": f"localmem_ui_{srv.port}={token}"}
 
 
 # -- the trace and the views, without a browser ------------------------------------
@@ -259,6 +260,7 @@ def test_loopback_hosts() -> None:
         assert loopback_host(ok), ok
     for bad in ("evil.com:8000", "127.0.0.1.evil.com", "10.0.0.1:80", "localhost:80@evil", "[::1]x", ""):
         assert not loopback_host(bad), bad
+    assert [port_of(h) for h in ("127.0.0.1:8000", "[::1]:81", "localhost", "[::1]")] == ["8000", "81", "80", "80"]
 
 
 def test_token_cookie_host_and_origin(server: Server) -> None:
@@ -268,41 +270,46 @@ def test_token_cookie_host_and_origin(server: Server) -> None:
     assert server.request("GET", "/static/app.js")[0] == 403
     status, headers, _ = server.request("GET", f"/?token={TOKEN}")
     assert status == 303 and headers["location"] == "/"
-    cookie = headers["set-cookie"]
-    assert f"localmem_ui={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    status, headers, body = server.request("GET", "/", COOKIE)
+    set_cookie = headers["set-cookie"]
+    assert set_cookie.startswith(f"localmem_ui_{server.port}={TOKEN};")
+    assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie
+    assert server.request("GET", "/api/health", {"Cookie": f"localmem_ui_1={TOKEN}"})[0] == 403  # another port's
+    status, headers, body = server.request("GET", "/", cookie(server))
     assert status == 200 and TOKEN.encode() in body and "default-src 'self'" in headers["content-security-policy"]
-    assert server.request("GET", "/api/health", COOKIE)[0] == 200
-    assert server.request("GET", "/api/health", {**COOKIE, "Host": "evil.example:80"})[0] == 421
-    assert server.request("GET", "/api/health", {**COOKIE, "Host": f"127.0.0.1.nip.io:{server.port}"})[0] == 421
-    assert server.request("GET", "/api/health", {**COOKIE, "Origin": "http://evil.example"})[0] == 403
-    assert server.request("GET", "/api/health", {**COOKIE, "Origin": "http://127.0.0.1:1"})[0] == 403
-    assert server.request("GET", "/api/health", {**COOKIE, "Origin": server.base})[0] == 200
+    assert server.request("GET", "/api/health", cookie(server))[0] == 200
+    assert server.request("GET", "/api/health", cookie(server, "wrong"))[0] == 403
+    assert server.request("GET", "/api/health", {**cookie(server), "Host": "evil.example:80"})[0] == 421
+    assert server.request("GET", "/api/health", {**cookie(server), "Host": f"127.0.0.1.nip.io:{server.port}"})[0] == 421
+    assert server.request("GET", "/api/health", {**cookie(server), "Origin": "http://evil.example"})[0] == 403
+    assert server.request("GET", "/api/health", {**cookie(server), "Origin": "http://127.0.0.1:1"})[0] == 403
+    assert server.request("GET", "/api/health", {**cookie(server), "Origin": server.base})[0] == 200
 
 
 def test_forget_needs_post_and_the_token_header(server: Server, built: Settings) -> None:
     tid = turn_id(built, "balcony:1")
     body = json.dumps({"turn_id": tid}).encode()
     json_ct = {"Content-Type": "application/json"}
-    assert server.request("GET", "/api/forget", COOKIE)[0] == 405
-    assert server.request("POST", "/api/forget", {**COOKIE, **json_ct}, body)[0] == 403  # cookie alone
-    bad_origin = {**COOKIE, **json_ct, "X-Localmem-Token": TOKEN, "Origin": "http://localhost:9"}
+    assert server.request("GET", "/api/forget", cookie(server))[0] == 405
+    assert server.request("POST", "/api/forget", {**cookie(server), **json_ct}, body)[0] == 403  # cookie alone
+    bad_origin = {**cookie(server), **json_ct, "X-Localmem-Token": TOKEN, "Origin": "http://localhost:9"}
     assert server.request("POST", "/api/forget", bad_origin, body)[0] == 403
     assert count(built, "SELECT count(*) FROM turns WHERE id = ?", tid) == 1
     status, _, out = server.request("POST", "/api/forget", {**json_ct, "X-Localmem-Token": TOKEN}, b"{}")
     assert status == 403  # the header without the cookie or the URL token is not enough either
-    status, _, out = server.request("POST", "/api/forget", {**COOKIE, **json_ct, "X-Localmem-Token": TOKEN}, b"[1]")
+    status, _, out = server.request(
+        "POST", "/api/forget", {**cookie(server), **json_ct, "X-Localmem-Token": TOKEN}, b"[1]"
+    )
     assert status == 400 and b"JSON object" in out
     missing = json.dumps({"turn_id": 999999}).encode()
-    assert server.request("POST", "/api/forget", {**COOKIE, "X-Localmem-Token": TOKEN}, missing)[0] == 404
+    assert server.request("POST", "/api/forget", {**cookie(server), "X-Localmem-Token": TOKEN}, missing)[0] == 404
 
 
 def test_api_errors_are_json(server: Server) -> None:
-    status, _, body = server.request("GET", "/api/ask?q=", COOKIE)
+    status, _, body = server.request("GET", "/api/ask?q=", cookie(server))
     assert status == 400 and json.loads(body)["error"] == "query is empty"
-    status, _, body = server.request("GET", "/api/ask?q=x&budget=lots", COOKIE)
+    status, _, body = server.request("GET", "/api/ask?q=x&budget=lots", cookie(server))
     assert status == 400 and "budget" in json.loads(body)["error"]
-    status, _, body = server.request("GET", "/api/turn/999999", COOKIE)
+    status, _, body = server.request("GET", "/api/turn/999999", cookie(server))
     assert status == 404 and "999999" in json.loads(body)["error"]
 
 
@@ -328,7 +335,7 @@ def test_cli_ui_serves_with_a_token(tmp_path: Path) -> None:
         conn.request("GET", "/api/health")
         refused = conn.getresponse()
         assert refused.status == 403 and b"token" in refused.read()
-        conn.request("GET", "/api/health", headers={"Cookie": f"localmem_ui={token}"})
+        conn.request("GET", "/api/health", headers={"Cookie": f"localmem_ui_{port}={token}"})
         resp = conn.getresponse()
         assert resp.status == 200 and json.loads(resp.read())["db"] == str(db)
         conn.close()

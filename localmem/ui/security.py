@@ -7,7 +7,8 @@ An ASGI middleware (no framework needed) in front of every HTTP request:
 2. an ``Origin``, when the browser sends one, must be ``http://`` + that same Host,
    else 403 (another site's page, even one on another local port, is foreign);
 3. the token, as notebook servers do: the printed URL carries ``?token=…``; a GET with
-   the right token gets an ``HttpOnly; SameSite=Strict`` cookie and is redirected to
+   the right token gets an ``HttpOnly; SameSite=Strict`` cookie (named for the port:
+   two servers on one machine keep theirs apart) and is redirected to
    the same path without it; later requests need that cookie or the token, else 403;
 4. requests that change something (POST) also need the token in the
    ``X-Localmem-Token`` header, which only the page itself can send (it is written
@@ -29,7 +30,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-COOKIE = "localmem_ui"
+COOKIE = "localmem_ui"  # + "_PORT": browsers keep cookies per host, not per port
 HEADER = "x-localmem-token"
 SAFE_METHODS = ("GET", "HEAD")
 # Every response: scripts, styles and fetches from this origin only, never framed, no
@@ -62,6 +63,13 @@ def loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def port_of(host: str) -> str:
+    """The port a (loopback) Host header names; 80 when it names none."""
+    tail = host.rsplit("]", 1)[-1] if host.startswith("[") else host
+    _, colon, port = tail.rpartition(":")
+    return port if colon and port.isdigit() else "80"
 
 
 class Guard:
@@ -103,7 +111,8 @@ class Guard:
         except CookieError:  # a malformed Cookie header counts as none
             cookie = SimpleCookie()
         by_query = self._ok(query.get("token"))
-        by_cookie = COOKIE in cookie and self._ok(cookie[COOKIE].value)
+        name = f"{COOKIE}_{port_of(host)}"
+        by_cookie = name in cookie and self._ok(cookie[name].value)
         if not (by_query or by_cookie):
             await _plain(send, 403, "Missing or wrong token: open the URL `localmem ui` printed")
             return
@@ -114,7 +123,7 @@ class Guard:
         if by_query and method in SAFE_METHODS:
             rest = urlencode([(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode()) if k != "token"])
             location = scope.get("path", "/") + (f"?{rest}" if rest else "")
-            set_cookie = f"{COOKIE}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
+            set_cookie = f"{name}={self.token.decode()}; HttpOnly; SameSite=Strict; Path=/"
             await send(
                 {
                     "type": "http.response.start",
