@@ -85,11 +85,12 @@ def trace(
     turn, its reason, score, features and fate (see the module docstring)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
     cap = words_for_tokens(budget_tokens)
-    pool = candidate_pool(store, query, flt)
-    if pool is None:
-        return Trace(Context(query, "", 0, budget_tokens, (), {"candidates": 0}), (), 0, cap, 0)
-    prob = weights.probability(pool.feats)
-    sel = select(store, pool, prob, budget_tokens)
+    with store.snapshot():  # one commit for pool, rows and CABLE, as reconstruct reads
+        pool = candidate_pool(store, query, flt)
+        if pool is None:
+            return Trace(Context(query, "", 0, budget_tokens, (), {"candidates": 0}), (), 0, cap, 0)
+        prob = weights.probability(pool.feats)
+        sel = select(store, pool, prob, budget_tokens)
     ctx = context_of(query, pool, sel, budget_tokens)
     row_of = {int(t): j for j, t in enumerate(pool.turn_ids)}
     packed = {c.turn_id for c in sel.packed}
