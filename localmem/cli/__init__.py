@@ -1,11 +1,13 @@
 """The ``localmem`` command. Parses arguments, calls the library, prints results.
 
 Library errors (``LocalmemError``) become one line on stderr and the class's exit code;
-nothing here touches SQL or models directly. Every subcommand has help text, and the
+nothing here touches SQL or models directly. A database or file error that reaches here
+(not SQLite, a folder, no permission) is one line too (``edge_error``), never a
+traceback. Every subcommand has help text, and the
 ones a script would read have ``--json``.
 
 This module holds the top-level parser and the error handling; the subcommands live by
-group in ``memory`` (ingest, watch, forget, reindex, demo), ``read`` (query, explore,
+group in ``memory`` (ingest, watch, forget, backup, reindex, demo), ``read`` (query, explore,
 answer), ``enrichment`` (worker, enrich) and ``admin`` (stats, doctor, serve, mcp-config);
 ``bench`` comes from ``localmem.cli.bench``. ``build_parser`` adds them in the order
 ``localmem --help`` lists them.
@@ -16,6 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+
+import apsw
 
 from localmem import __version__
 from localmem.cli import admin, cable_flags, enrichment, export, memory, read, ui
@@ -43,6 +47,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("localmem: interrupted", file=sys.stderr)
         return 130
+    except (apsw.Error, OSError) as exc:  # the database file or a path given is unusable
+        print(f"localmem: error: {edge_error(exc, args)}", file=sys.stderr)
+        return 1
+
+
+def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
+    """One line for a database or file error that reached the command line."""
+    db = getattr(args, "db", None) or "the database"
+    if isinstance(exc, apsw.NotADBError):
+        return f"{db} is not a localmem database (not an SQLite file)"
+    if isinstance(exc, apsw.CantOpenError):
+        return f"cannot open {db} (a folder, a missing folder or no permission?)"
+    if isinstance(exc, apsw.ReadOnlyError):
+        return f"{db} is read-only; localmem needs to write to it"
+    if isinstance(exc, apsw.CorruptError):
+        return f"{db} is damaged ({exc}); restore it from a backup (localmem backup)"
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return f"{db} stayed locked by another process; try again in a moment"
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    return f"{db}: {exc}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         admin.add_doctor,
         memory.add_forget,
         export.add_export,
+        memory.add_backup,
         memory.add_reindex,
         memory.add_demo,
         admin.add_serve,

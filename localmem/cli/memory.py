@@ -1,4 +1,4 @@
-"""The commands that put turns into memory or take them out: ingest, watch, forget, reindex, demo.
+"""The commands that put turns into memory or take them out: ingest, watch, forget, reindex, backup, demo.
 
 Each ``add_*`` function adds one subcommand to the parser; ``localmem.cli.build_parser`` calls
 them in the order ``localmem --help`` lists the commands. Ingesting the same file twice writes
@@ -14,13 +14,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from localmem.cli.common import Subparsers, open_patient, open_store, print_json
+from localmem.cli.common import Subparsers, open_patient, open_store, print_json, say_waiting
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner
 from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.backup import backup
+from localmem.storage.retry import Patience
 from localmem.util.progress import Progress
 
 DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her training?"
@@ -72,6 +74,29 @@ def add_forget(sub: Subparsers) -> None:
 def add_reindex(sub: Subparsers) -> None:
     c = sub.add_parser("reindex", help="re-embed everything with the configured embedder")
     c.set_defaults(func=cmd_reindex)
+
+
+def add_backup(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "backup",
+        help="copy the database to a file, safely while it is in use",
+        description="Write a consistent copy of the database (SQLite's online backup: one snapshot, while other "
+        "processes go on writing), checked with integrity_check. To restore: stop every localmem process, then "
+        "copy the backup over the database file (delete its -wal and -shm files), or point --db at the backup.",
+    )
+    c.add_argument("path", type=Path, help="the backup file to write")
+    c.add_argument("--force", action="store_true", help="replace the file if it exists")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_backup)
+
+
+def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    report = backup(Path(settings.db), args.path, force=args.force, patience=Patience(say_waiting))
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(f"backed up {report.turns} turns in {report.sessions} sessions to {report.path} ({report.bytes:,} bytes)")
+    return 0
 
 
 def add_demo(sub: Subparsers) -> None:

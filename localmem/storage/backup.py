@@ -1,0 +1,87 @@
+"""An online backup of a store: SQLite's backup API (through apsw) copies every page of
+one read snapshot, so the copy is consistent (a set of whole committed transactions)
+while other processes go on writing (WAL: readers and the writer do not block each
+other).
+
+Invariants: the copy is written to a temporary file next to the destination and renamed
+over it only once complete and checked (``PRAGMA integrity_check``), so a destination
+path never holds a half-written backup; an existing destination is replaced only when
+asked (``force``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from localmem.errors import InputError, LocalmemError, NotFound
+from localmem.storage import db
+from localmem.storage.retry import Patience, retry_locked
+
+
+@dataclass(frozen=True)
+class BackupReport:
+    source: str
+    path: str
+    bytes: int
+    turns: int
+    sessions: int
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience | None = None) -> BackupReport:
+    """Copy the store at ``source`` to ``dest`` (see the module docstring)."""
+    if not source.is_file():
+        raise NotFound(f"no database at {source}")
+    if dest.is_dir():
+        raise InputError("is a folder; give the backup file's path", path=str(dest))
+    if dest.exists() and not force:
+        raise InputError("already exists; pass --force to replace it", path=str(dest))
+    if dest.resolve() == source.resolve():
+        raise InputError("is the database itself", path=str(dest))
+    if not dest.parent.is_dir():
+        raise InputError("its folder does not exist", path=str(dest))
+    tmp = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
+    src = db.connect(source)
+    try:
+        copy(src, tmp, patience)
+        out = apsw.Connection(str(tmp))
+        try:
+            check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
+            if check != ["ok"]:
+                raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
+            row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
+            turns, sessions = row if row is not None else (0, 0)
+        finally:
+            out.close()
+        for leftover in (Path(f"{dest}-wal"), Path(f"{dest}-shm")):  # of a replaced database
+            leftover.unlink(missing_ok=True)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        src.close()
+    return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
+
+
+def copy(src: apsw.Connection, tmp: Path, patience: Patience | None) -> None:
+    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step."""
+
+    def step() -> None:
+        out = apsw.Connection(str(tmp))
+        try:
+            with out.backup("main", src, "main") as b:
+                b.step(-1)  # every page at once: one read transaction, one consistent snapshot
+        finally:
+            out.close()
+
+    try:
+        retry_locked(step, waits=()) if patience is None else patience(step)
+    except OSError as exc:
+        raise InputError(f"cannot write the backup: {exc}", path=str(tmp)) from exc
