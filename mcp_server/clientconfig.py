@@ -26,7 +26,8 @@ SERVER_NAME = "localmem"
 def server_entry(settings: Settings, client: str) -> dict[str, Any]:
     args = ["-m", "mcp_server", "--db", str(Path(settings.db).expanduser().resolve())]
     if settings.model:
-        args += ["--model", str(Path(settings.model).expanduser().resolve())]
+        model = settings.model if settings.model == "default" else str(Path(settings.model).expanduser().resolve())
+        args += ["--model", model]
     entry: dict[str, Any] = {"command": str(Path(sys.executable).absolute()), "args": args}
     if client == "vscode":
         entry = {"type": "stdio", **entry}
@@ -55,6 +56,24 @@ def config_path(client: str) -> Path:
     if client == "vscode":
         return Path.cwd() / ".vscode" / "mcp.json"
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
+
+
+def installed_entry(client: str, path: Path | None = None) -> dict[str, Any] | None:
+    """The localmem entry in the client's config file; None when the file or the entry
+    is absent. A file that is not a JSON object, or an entry that is not one, raises."""
+    target = path or config_path(client)
+    if not target.exists():
+        return None
+    try:
+        data = json.loads(target.read_text("utf-8") or "{}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read it as JSON ({exc})", path=str(target)) from exc
+    key = "servers" if client == "vscode" else "mcpServers"
+    section = data.get(key) if isinstance(data, dict) else None
+    entry = section.get(SERVER_NAME) if isinstance(section, dict) else None
+    if entry is not None and not isinstance(entry, dict):
+        raise InputError(f"'{key}.{SERVER_NAME}' is not a JSON object", path=str(target))
+    return entry
 
 
 def install(settings: Settings, client: str, path: Path | None = None) -> tuple[Path, Path | None]:

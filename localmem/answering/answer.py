@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from localmem.models.llm import Generator
+from localmem.models.llm import Generator, embedded_model_warning
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.records import Context
 from localmem.retrieval.reconstruct import reconstruct
@@ -38,12 +38,15 @@ class Answer:
     answer: str
     context: Context
     model: str
+    # set when the embedded 135M test model answered: says so and how to use a real one
+    warning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "model": self.model,
+            "warning": self.warning,
             "context_tokens": self.context.tokens,
             "turns": [
                 {"turn_id": t.turn_id, "session": t.session, "timestamp": t.timestamp, "reason": t.reason}
@@ -95,4 +98,4 @@ def answer_from(
         records.append(
             record("answer", gen.model_id, msgs, out.text, status, (out.prompt_tokens, out.generated_tokens))
         )
-    return Answer(question, text or "I don't know.", ctx, gen.model_id)
+    return Answer(question, text or "I don't know.", ctx, gen.model_id, embedded_model_warning(gen.model_id))

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, open_store, print_json
-from localmem.cli.doctor import run_checks
+from localmem.cli.doctor import model_line, run_checks
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
+from localmem.models.llm import resolve_model_path
 from mcp_server import clientconfig
 from mcp_server.serve import add_arguments, run_from_args
 
@@ -66,6 +67,11 @@ def add_mcp_config(sub: Subparsers) -> None:
     )
     c.add_argument("--install", action="store_true", help="merge into the client's config file (backup first)")
     c.add_argument("--path", type=Path, help="the config file to install into (default: the client's own)")
+    c.add_argument(
+        "--model",
+        help="GGUF chat model the server answers and enriches with (default: $LOCALMEM_MODEL or the config file; "
+        "none: no answer tool)",
+    )
     c.set_defaults(func=cmd_mcp_config)
 
 
@@ -127,7 +133,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         print_json(checks)
     else:
         for c in checks:
-            print(f"[{'ok' if c['ok'] else 'FAIL':>4}] {c['name']}: {c['detail']}")
+            level = "FAIL" if not c["ok"] else "warn" if c["warn"] else "ok"
+            print(f"[{level:>4}] {c['name']}: {c['detail']}")
     return 0 if all(c["ok"] for c in checks) else 1
 
 
@@ -136,11 +143,16 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
+    settings = settings.with_overrides(model=args.model)
+    if settings.model:
+        resolve_model_path(settings.model)  # a missing or non-GGUF file is refused before it is written
+    models = model_line(settings.model)
     if args.install:
         target, backup = clientconfig.install(settings, args.client, args.path)
         print(f"installed the localmem server into {target}" + (f" (backup: {backup})" if backup else ""))
-        print("restart the client to load it", file=sys.stderr)
+        print(f"{models}\nrestart the client to load it; `localmem doctor` checks the entry", file=sys.stderr)
         return 0
     print(json.dumps(clientconfig.snippet(settings, args.client), indent=2))
+    print(f"# {models}", file=sys.stderr)
     print(f"# merge into {clientconfig.config_path(args.client)}, or run with --install", file=sys.stderr)
     return 0

@@ -1,37 +1,77 @@
 """``localmem doctor``: checks that say what works and what does not, each with detail.
 
-Each check is independent and never raises: a failure is reported, not thrown.
+Each check is independent and never raises: a failure is reported, not thrown. A check
+is ``ok``, ``ok`` with ``warn`` (works, but not as a user would want: the embedded test
+model answers, no model is configured, a client will create the database on first use),
+or failed. Besides the installation itself, every MCP client entry that ``mcp-config
+--install`` wrote (Claude Desktop, VS Code in this folder, Cursor) is checked: its
+interpreter exists and can import localmem's server, its database exists (or where it
+will be created), its model file exists, and which model will answer; a broken entry
+says the command that fixes it.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import apsw
-
-from localmem.config import Settings
+from localmem.config import Settings, default_db_path
+from localmem.errors import ModelError
 from localmem.memory import generator, open_store
-from localmem.models.registry import default_embedder
-from localmem.storage import db
+from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
+from mcp_server import clientconfig
+
+IMPORT_TIMEOUT_S = 60
+
+
+class Warn(Exception):
+    """Raised by a check that works but needs the user's attention."""
+
+
+class Fail(Exception):
+    """Raised by a check that found something broken; the message says how to fix it."""
 
 
 def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
     try:
-        return {"name": name, "ok": True, "detail": fn()}
+        return {"name": name, "ok": True, "warn": False, "detail": fn()}
+    except Warn as exc:
+        return {"name": name, "ok": True, "warn": True, "detail": str(exc)}
+    except Fail as exc:
+        return {"name": name, "ok": False, "warn": False, "detail": str(exc)}
     except Exception as exc:
-        return {"name": name, "ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+        return {"name": name, "ok": False, "warn": False, "detail": f"{type(exc).__name__}: {exc}"}
+
+
+def model_line(model: str | None, who: str = "the server") -> str:
+    """Which model answers, for ``doctor`` and ``mcp-config`` (None: the MCP server has none)."""
+    if model is None:
+        return f"{who} has no model, so it offers no answer tool and enriches nothing in the background"
+    if is_embedded_model(model):
+        return f"{who} " + str(embedded_model_warning(model)).replace("answered by", "answers with", 1)
+    return f"{who} answers with {model}"
 
 
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
+        import apsw
+
+        from localmem.storage import db
+
         conn = db.connect(":memory:")
         vec = conn.execute("SELECT vec_version()").fetchone()[0]
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
 
     def embedder() -> str:
+        from localmem.models.registry import default_embedder
+
         emb = default_embedder(settings.embedder)
         emb.embed(["warm up"])
         texts = [f"I went hiking with my sister on day {i} of the trip." for i in range(64)]
@@ -57,7 +97,11 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         )
 
     def model() -> str:
-
+        if not settings.model:
+            try:
+                embedded_model_path()
+            except ModelError as exc:  # the lean install: no model at all is fine, but say what it costs
+                raise Warn(f"no chat model configured; enrich, answer and explore need one: {exc}") from exc
         gen = generator(settings)
         info = gen.info()
         probe = gen.probe()
@@ -68,15 +112,107 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             if not info["gpu_offload_supported"]
             else "CPU (n_gpu_layers=0 by setting)"
         )
-        source = "" if settings.model else " (embedded default; set --model / LOCALMEM_MODEL for quality)"
-        return (
-            f"{info['model']}{source}: {where}; context {info['n_ctx']} of {info['n_ctx_train']} tokens; "
+        detail = (
+            f"{info['model']}: {where}; context {info['n_ctx']} of {info['n_ctx_train']} tokens; "
             f"{info['threads']} threads; {probe['tokens_per_s']} generated tokens/s"
         )
+        if is_embedded_model(settings.model):
+            raise Warn(f"{detail}; {model_line(settings.model or 'default', 'answer')}")
+        return f"{detail}; {model_line(str(gen.path), 'answer')}"
 
-    return [
+    checks = [
         _check("storage", sqlite),
         _check("embedder", embedder),
         _check("model", model),
         _check("database", database),
     ]
+    checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
+    return checks
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    """The value of ``--name X`` or ``--name=X`` in an argument list."""
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a[len(name) + 1 :]
+    return None
+
+
+def mcp_entry(client: str, path: Path | None = None) -> str:
+    """Check the localmem entry of one client's config file (see the module docstring)."""
+    target = path or clientconfig.config_path(client)
+    fix = f"fix: `localmem mcp-config --client {client} --install` from the environment localmem is installed in"
+    try:
+        entry = clientconfig.installed_entry(client, target)
+    except Exception as exc:
+        raise Fail(f"{exc}; {fix}") from exc
+    if entry is None:
+        return f"not set up ({target} has no localmem entry; `localmem mcp-config --client {client} --install` adds it)"
+    command = entry.get("command")
+    args = entry.get("args") or []
+    env = entry.get("env") or {}
+    if not isinstance(command, str) or not command or not isinstance(args, list) or not isinstance(env, dict):
+        raise Fail(f"{target}: the localmem entry has no usable 'command'/'args'; {fix}")
+    args = [str(a) for a in args]
+    notes: list[str] = [f"{target}"]
+    exe = _executable(command, fix)
+    module = _flag(args, "-m")
+    if module is not None:
+        _can_import(exe, module, {str(k): str(v) for k, v in env.items()}, fix)
+        notes.append(f"{exe} imports {module}")
+    else:
+        notes.append(f"runs {exe}")
+    notes.append(_entry_db(_flag(args, "--db") or env.get("LOCALMEM_DB"), fix))
+    model = _flag(args, "--model") or env.get("LOCALMEM_MODEL")
+    if model is not None and not is_embedded_model(model) and not Path(model).expanduser().is_file():
+        raise Fail(f"its model {model} does not exist; {fix} (with --model PATH)")
+    notes.append(model_line(model))
+    if model is None or is_embedded_model(model):
+        hint = f"`localmem mcp-config --client {client} --model PATH.gguf --install` sets one"
+        raise Warn("; ".join(notes) + f" ({hint})")
+    return "; ".join(notes)
+
+
+def _executable(command: str, fix: str) -> str:
+    if not os.path.isabs(command):
+        found = shutil.which(command)
+        if found is None:
+            raise Fail(f"its command {command!r} is not on PATH (and a client may not have this shell's PATH); {fix}")
+        return found
+    if not Path(command).is_file() or not os.access(command, os.X_OK):
+        raise Fail(f"its interpreter {command} does not exist (a virtual environment moved or deleted?); {fix}")
+    return command
+
+
+def _can_import(exe: str, module: str, env: dict[str, str], fix: str) -> None:
+    code = f"import importlib.util, sys; sys.exit(0 if importlib.util.find_spec({module!r}) else 3)"
+    try:
+        proc = subprocess.run(
+            [exe, "-c", code],
+            env={**os.environ, **env},
+            cwd=Path.home(),  # not this folder: `-c` puts the working folder on sys.path
+            capture_output=True,
+            timeout=IMPORT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Fail(f"its interpreter {exe} does not run ({exc}); {fix}") from exc
+    if proc.returncode != 0:
+        raise Fail(f"{exe} cannot import {module} (localmem is not installed there); {fix}")
+
+
+def _entry_db(db: str | None, fix: str) -> str:
+    if db is None:
+        return f"database: none given, the server's default ({default_db_path()} unless its config file says otherwise)"
+    path = Path(db).expanduser()
+    if not path.is_absolute():
+        raise Fail(f"its database {db} is a relative path (the client's working folder decides where it is); {fix}")
+    if path.is_file():
+        return f"database {path} ({path.stat().st_size / 1e6:.1f} MB)"
+    if path.exists():
+        raise Fail(f"its database {path} is not a file; {fix} (with --db PATH)")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise Fail(f"its database {path} cannot be created (no writable folder above it); {fix} (with --db PATH)")
+    return f"database {path} does not exist yet (the server creates it on first use)"

