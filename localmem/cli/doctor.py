@@ -21,10 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from localmem.config import Settings, default_db_path
 from localmem.errors import ModelError
 from localmem.memory import generator, open_store
 from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
+from localmem.models.registry import default_embedder
+from localmem.storage import db
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -60,18 +64,12 @@ def model_line(model: str | None, who: str = "the server") -> str:
 
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
-        import apsw
-
-        from localmem.storage import db
-
         conn = db.connect(":memory:")
         vec = conn.execute("SELECT vec_version()").fetchone()[0]
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
 
     def embedder() -> str:
-        from localmem.models.registry import default_embedder
-
         emb = default_embedder(settings.embedder)
         emb.embed(["warm up"])
         texts = [f"I went hiking with my sister on day {i} of the trip." for i in range(64)]
