@@ -63,7 +63,7 @@ def sessions(case: dict[str, Any], filler: list[dict[str, Any]]) -> list[Session
 
 
 def _turn(store: Store, source_id: str) -> int:
-    row = store.conn.execute("SELECT id FROM turns WHERE source_id = ?", (source_id,)).fetchone()
+    row = store.conn.one("SELECT id FROM turns WHERE source_id = ?", (source_id,))
     return int(row[0])
 
 

@@ -54,7 +54,7 @@ def run(
                     "DELETE FROM jobs WHERE turn_id NOT IN (SELECT id FROM turns ORDER BY session_id, ord LIMIT ?)",
                     (limit,),
                 )
-        turns = int(store.conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
+        turns = int(store.conn.one("SELECT count(*) FROM jobs")[0])
         log(f"{turns} turns to enrich with {gen.model_id}")
         t0 = time.perf_counter()
         done = 0

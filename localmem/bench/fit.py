@@ -91,7 +91,7 @@ def run(
             log(f"conversation {sid}: pools")
             store = open_conversation_store(workdir, sid, data, embedder, settings)
             stores.append(store)
-            by_turn = dict(store.conn.execute("SELECT id, source_id FROM turns").fetchall())
+            by_turn: dict[int, str | None] = dict(store.conn.execute("SELECT id, source_id FROM turns").fetchall())
             for qa in sample.get("qa", []):
                 cat = qa.get("category")
                 ev, _bad = clean_evidence(qa.get("evidence") or [])

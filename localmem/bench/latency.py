@@ -82,7 +82,7 @@ def run(
         path = workdir / f"latency-{n}.db"
         store = Store(path, embedder=embedder, settings=settings)
         try:
-            existing = int(store.conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+            existing = int(store.conn.one("SELECT count(*) FROM turns")[0])
             sessions = synthetic_sessions(n)
             t0 = time.perf_counter()
             written = 0
@@ -107,9 +107,7 @@ def run(
                     "reconstruct_p50_ms": round(statistics.median(times), 2),
                     "reconstruct_p95_ms": round(times[int(0.95 * (len(times) - 1))], 2),
                     "db_mb": round(store.stats()["bytes"] / 1e6, 1),
-                    "antecedent_edges": int(
-                        store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0]
-                    ),
+                    "antecedent_edges": int(store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0]),
                 }
             )
             log(f"{n}: {row}")

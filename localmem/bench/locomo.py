@@ -94,7 +94,7 @@ def run(
                         extra = [t for t in ctx.turns if t.reason == "antecedent"]
                         added[m][0] += len(extra)
                         added[m][1] += sum(t.source_id in ev for t in extra)
-            edges = store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0]
+            edges = store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0]
             built.append({"sample": sid, "turns": store.stats()["turns"], "edges": int(edges), **cable_totals(store)})
         finally:
             store.close()

@@ -65,7 +65,7 @@ def model_line(model: str | None, who: str = "the server") -> str:
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
         conn = db.connect(":memory:")
-        vec = conn.execute("SELECT vec_version()").fetchone()[0]
+        vec = conn.one("SELECT vec_version()")[0]
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
 

@@ -287,10 +287,10 @@ def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> 
 
 def cable_totals(store: Store) -> dict[str, int]:
     """Sums over ``antecedent_runs`` (several stores' totals add up)."""
-    row = store.conn.execute(
+    row = store.conn.one(
         "SELECT count(*), sum(skipped != ''), sum(candidates), sum(accepted), sum(calls), "
         "sum(prompt_tokens), sum(generated_tokens) FROM antecedent_runs"
-    ).fetchone()
+    )
     keys = ("runs", "skipped", "candidates", "accepted", "calls", "prompt_tokens", "generated_tokens")
     return dict(zip(keys, (int(x or 0) for x in row), strict=True))
 
@@ -314,10 +314,8 @@ def per_turn(t: dict[str, int]) -> dict[str, float]:
 def cable_stats(store: Store) -> dict[str, Any]:
     """Coverage and cost of the antecedent layer (``localmem stats``, the benchmarks)."""
     t = cable_totals(store)
-    edges = int(store.conn.execute("SELECT count(*) FROM edges WHERE kind = 'antecedent'").fetchone()[0])
-    pending = int(
-        store.conn.execute("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (KIND,)).fetchone()[0]
-    )
+    edges = int(store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0])
+    pending = int(store.conn.one("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (KIND,))[0])
     return {
         "turns_processed": t["runs"],
         "turns_skipped": t["skipped"],

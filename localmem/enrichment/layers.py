@@ -23,7 +23,9 @@ def layer_stats(store: Store) -> dict[str, Any]:
     enriched = one("SELECT count(*) FROM turn_enrichment")
     kept = one("SELECT sum(cues_kept) FROM turn_enrichment")
     rejected = one("SELECT sum(cues_rejected) FROM turn_enrichment")
-    types = dict(conn.execute("SELECT memory_type, count(*) FROM turn_enrichment GROUP BY memory_type").fetchall())
+    types: dict[str | None, int] = dict(
+        conn.execute("SELECT memory_type, count(*) FROM turn_enrichment GROUP BY memory_type").fetchall()
+    )
     with_cues = one("SELECT count(DISTINCT turn_id) FROM cues WHERE kind IN ('triple', 'keyword', 'fact')")
     return {
         "turns": turns,

@@ -290,11 +290,11 @@ def _write(
         label, summary = labels[key]
         if theme.id is None:
             theme.id = int(
-                conn.execute(
+                conn.one(
                     "INSERT INTO topics(label, summary, updated_at, kind, themed) VALUES (?, ?, ?, 'theme', 0) "
                     "RETURNING id",
                     (label, summary, now),
-                ).fetchone()[0]
+                )[0]
             )
             stats.themes_created += 1
         else:

@@ -213,10 +213,10 @@ def run_job(store: Store, job: Job, gen: Generator | None, stats: TopicStats, ma
         for topic, add, label, summary in labels:
             if topic is None:
                 topic = int(
-                    conn.execute(
+                    conn.one(
                         "INSERT INTO topics(label, summary, updated_at) VALUES (?, ?, ?) RETURNING id",
                         (label, summary, now),
-                    ).fetchone()[0]
+                    )[0]
                 )
                 stats.topics_created += 1
             else:

@@ -11,24 +11,73 @@ than the newest migration we know is refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import apsw
 import sqlite_vec
 
-from localmem.errors import SchemaError
+from localmem.errors import NotFound, SchemaError
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
-# apsw's stubs type every result cell as a union of all SQLite types, while our row
-# shapes are fixed by our own SQL; code outside this module sees connections as Any
-# rather than casting cell by cell.
-Conn: TypeAlias = Any
+Row: TypeAlias = tuple[Any, ...]
+"""A result row. Its cells' types depend on the query, so readers convert what they read
+(``int(row[0])``) rather than narrowing apsw's union of every SQLite type cell by cell."""
+
+
+class Conn(apsw.Connection):
+    """Every connection localmem opens (``connect()``): an ``apsw.Connection`` whose
+    statements return rows typed as ``Row``."""
+
+    def one(self, statements: str, bindings: apsw.Bindings | None = None) -> Row:
+        """The first row of a query that always returns one (an aggregate, ``INSERT ...
+        RETURNING``, a row known to exist); none is ``NotFound``, not a ``TypeError`` later."""
+        row = self.execute(statements, bindings).fetchone()
+        if row is None:
+            raise NotFound(f"no row where one was expected: {' '.join(statements.split())[:120]}")
+        return row
+
+    if TYPE_CHECKING:
+
+        def execute(
+            self,
+            statements: str,
+            bindings: apsw.Bindings | None = None,
+            *,
+            can_cache: bool = True,
+            prepare_flags: int = 0,
+            explain: int = -1,
+        ) -> Cursor: ...
+
+        def executemany(
+            self,
+            statements: str,
+            sequenceofbindings: Iterable[apsw.Bindings],
+            *,
+            can_cache: bool = True,
+            prepare_flags: int = 0,
+            explain: int = -1,
+        ) -> Cursor: ...
+
+
+if TYPE_CHECKING:
+
+    class Cursor(apsw.Cursor):
+        """What ``Conn.execute`` returns, for the type checker: an ``apsw.Cursor`` whose rows are ``Row``."""
+
+        def fetchone(self) -> Row | None: ...
+
+        def fetchall(self) -> list[Row]: ...
+
+        def __iter__(self) -> Cursor: ...
+
+        def __next__(self) -> Row: ...
+
 
 BUSY_TIMEOUT_MS = DEFAULT_BUSY_TIMEOUT_MS
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -69,7 +118,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-    conn = apsw.Connection(target, flags=flags)
+    conn = Conn(target, flags=flags)
     conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
@@ -137,8 +186,11 @@ def migrate(conn: Conn, available: list[Migration] | None = None) -> list[int]:
     return applied
 
 
+C = TypeVar("C", bound=apsw.Connection)
+
+
 @contextmanager
-def transaction(conn: Conn) -> Iterator[Conn]:
+def transaction(conn: C) -> Iterator[C]:
     """A write transaction taken up front (BEGIN IMMEDIATE), so lock waits happen at the
     start, under the busy timeout, rather than as a failed upgrade half-way through."""
     conn.execute("BEGIN IMMEDIATE")

@@ -192,11 +192,7 @@ def _drop_common(conn: Conn, table: str, match: str, share: float, rows: int) ->
     if len(terms) < 2:
         return match
     cap = share * rows
-    kept = [
-        t
-        for t in terms
-        if conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (t,)).fetchone()[0] <= cap
-    ]
+    kept = [t for t in terms if conn.one(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (t,))[0] <= cap]
     return " OR ".join(kept) if kept else match
 
 

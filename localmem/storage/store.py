@@ -289,25 +289,21 @@ class Store:
             "ON CONFLICT(source, key) DO UPDATE SET started_at = coalesce(sessions.started_at, excluded.started_at)",
             (sess.source, sess.key, sess.title, started),
         )
-        row = self.conn.execute(
-            "SELECT id FROM sessions WHERE source = ? AND key = ?", (sess.source, sess.key)
-        ).fetchone()
+        row = self.conn.one("SELECT id FROM sessions WHERE source = ? AND key = ?", (sess.source, sess.key))
         return int(row[0])
 
     def _next_ord(self, session_id: int) -> int:
-        row = self.conn.execute(
-            "SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        row = self.conn.one("SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,))
         return int(row[0])
 
     def _insert_turn(self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray) -> int:
         t = p.turn
         tid = int(
-            self.conn.execute(
+            self.conn.one(
                 "INSERT INTO turns(session_id, ord, speaker, role, text, ts, source_id, hash, words) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text)),
-            ).fetchone()[0]
+            )[0]
         )
         self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
         self.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
@@ -374,8 +370,10 @@ class Store:
             row = self.conn.execute(sql).fetchone()
             return int(row[0]) if row and row[0] is not None else 0
 
-        cue_kinds = dict(self.conn.execute("SELECT kind, count(*) FROM cues GROUP BY kind").fetchall())
-        edge_kinds = dict(self.conn.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall())
+        cue_kinds: dict[str, int] = dict(self.conn.execute("SELECT kind, count(*) FROM cues GROUP BY kind").fetchall())
+        edge_kinds: dict[str, int] = dict(
+            self.conn.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall()
+        )
         size = self.path.stat().st_size if self.path.is_file() else 0
         wal = Path(str(self.path) + "-wal")
         return {
@@ -391,7 +389,7 @@ class Store:
             "topics": one("SELECT count(*) FROM topics WHERE kind = 'session'"),
             "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
             "jobs_pending": one("SELECT count(*) FROM jobs WHERE state = 'pending'"),
-            "first_turn": self.conn.execute("SELECT min(ts) FROM turns").fetchone()[0],
-            "last_turn": self.conn.execute("SELECT max(ts) FROM turns").fetchone()[0],
+            "first_turn": self.conn.one("SELECT min(ts) FROM turns")[0],
+            "last_turn": self.conn.one("SELECT max(ts) FROM turns")[0],
             "bytes": size + (wal.stat().st_size if wal.is_file() else 0),
         }

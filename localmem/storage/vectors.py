@@ -235,7 +235,7 @@ class Mirrors:
             view, self._epochs, self._stale = MirrorView(TurnMirror(dim), CueMirror(dim)), None, False
         if self._own:
             self._tentative = False  # no foreign transaction is open: the last one ended
-        turns_epoch, cues_epoch = self.conn.execute(_EPOCHS).fetchone()
+        turns_epoch, cues_epoch = self.conn.one(_EPOCHS)
         have = self._epochs
         turn = view.turn if have is not None and have[0] == turns_epoch else TurnMirror(dim)
         cue = view.cue if have is not None and have[1] == cues_epoch else CueMirror(dim)

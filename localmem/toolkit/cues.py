@@ -86,12 +86,12 @@ def search_cues(
         for match, tier, name in ((match_all, 2, "all_words"), (match_any, 0, "some_words")):
             if not match:
                 continue
-            rows = store.conn.execute(
+            ranked = store.conn.execute(
                 f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
                 (match, pool),
             ).fetchall()
-            top = max((float(s) for _, s in rows), default=1.0) or 1.0
-            for cid, s in rows:
+            top = max((float(s) for _, s in ranked), default=1.0) or 1.0
+            for cid, s in ranked:
                 add(int(cid), tier, float(s) / top, name)
     mirror = store.mirror("cue")
     if len(mirror.ids):
@@ -180,7 +180,7 @@ def cue_turns(
             for r in store.conn.execute(f"SELECT DISTINCT turn_id FROM cues WHERE id IN ({_marks(len(ids))})", ids)
         ]
     if len(turn_ids) > 1:
-        probe = query or str(store.conn.execute("SELECT text FROM cues WHERE id = ?", (ids[0],)).fetchone()[0])
+        probe = query or str(store.conn.one("SELECT text FROM cues WHERE id = ?", (ids[0],))[0])
         turn_ids = _by_similarity(store, turn_ids, probe)
     page = turn_ids[offset : offset + limit]
     refs = turn_refs(store, page)

@@ -59,7 +59,7 @@ def person_facts(
     if aspect:
         where += " AND lower(c.relation) = lower(?)"
         args.append(aspect.strip())
-    total = int(store.conn.execute(f"SELECT count(*) FROM cues c WHERE {where}", args).fetchone()[0])
+    total = int(store.conn.one(f"SELECT count(*) FROM cues c WHERE {where}", args)[0])
     rows = store.conn.execute(
         f"SELECT c.id, c.subject, c.relation, c.object, c.turn_id, t.ts, s.key FROM cues c "
         f"JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.id = t.session_id WHERE {where} "
@@ -106,7 +106,7 @@ def topics(
         like = "%" + re.sub(r"([%_\\])", r"\\\1", text.strip()) + "%"
         args += [like, like]
     where = "WHERE " + " AND ".join(conds) if conds else ""
-    total = int(store.conn.execute(f"SELECT count(*) FROM topics p {where}", args).fetchone()[0])
+    total = int(store.conn.one(f"SELECT count(*) FROM topics p {where}", args)[0])
     rows = store.conn.execute(
         f"SELECT {_TOPIC_COLS} FROM topics p {where} ORDER BY p.updated_at DESC, p.id DESC LIMIT ? OFFSET ?",
         [*args, limit, offset],
@@ -128,7 +128,7 @@ def theme_topics(store: Store, theme_id: int, *, limit: int = DEFAULT_LIMIT, off
     if row[0] != "theme":
         where = f"its theme is {row[1]}" if row[1] is not None else "it is in no theme"
         raise InputError(f"topic {theme_id} is a session topic, not a theme; {where}")
-    total = int(store.conn.execute("SELECT count(*) FROM theme_topics WHERE theme_id = ?", (theme_id,)).fetchone()[0])
+    total = int(store.conn.one("SELECT count(*) FROM theme_topics WHERE theme_id = ?", (theme_id,))[0])
     rows = store.conn.execute(
         f"SELECT {_TOPIC_COLS}, (SELECT min(t.ts) FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id "
         "WHERE tt.topic_id = p.id) AS first FROM theme_topics y JOIN topics p ON p.id = y.topic_id "
@@ -144,7 +144,7 @@ def topic_turns(store: Store, topic_id: int, *, limit: int = DEFAULT_LIMIT, offs
     limit, offset = _bounds(limit, offset)
     if store.conn.execute("SELECT 1 FROM topics WHERE id = ?", (topic_id,)).fetchone() is None:
         raise NotFound(f"no topic with id {topic_id}; use topics to list them")
-    total = int(store.conn.execute("SELECT count(*) FROM topic_turns WHERE topic_id = ?", (topic_id,)).fetchone()[0])
+    total = int(store.conn.one("SELECT count(*) FROM topic_turns WHERE topic_id = ?", (topic_id,))[0])
     ids = [
         int(r[0])
         for r in store.conn.execute(

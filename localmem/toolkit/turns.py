@@ -41,7 +41,7 @@ def turn_cues(store: Store, turn_id: int, *, limit: int = 20, offset: int = 0) -
     One item; the cues inside it are paged."""
     limit, offset = _bounds(limit, offset)
     turn = _turn_ref(store, turn_id)
-    total = int(store.conn.execute("SELECT count(*) FROM cues WHERE turn_id = ?", (turn_id,)).fetchone()[0])
+    total = int(store.conn.one("SELECT count(*) FROM cues WHERE turn_id = ?", (turn_id,))[0])
     rows = store.conn.execute(
         f"SELECT {_CUE_COLS} FROM cues c WHERE c.turn_id = ? "
         "ORDER BY CASE c.kind WHEN 'fact' THEN 0 WHEN 'triple' THEN 1 WHEN 'keyword' THEN 2 ELSE 3 END, c.id "
@@ -62,7 +62,7 @@ def turn_context(store: Store, turn_id: int, *, window: int = 2, links: int = DE
     link_limit, _ = _bounds(links, 0)
     window = min(window, MAX_WINDOW)
     turn = _turn_ref(store, turn_id)
-    sid, ord_ = store.conn.execute("SELECT session_id, ord FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    sid, ord_ = store.conn.one("SELECT session_id, ord FROM turns WHERE id = ?", (turn_id,))
     before = store.conn.execute(
         "SELECT id FROM turns WHERE session_id = ? AND ord < ? ORDER BY ord DESC LIMIT ?", (sid, ord_, window)
     ).fetchall()
@@ -103,9 +103,7 @@ def turn_time(store: Store, turn_id: int) -> TurnTime:
     if row is None:
         raise NotFound(f"no turn with id {turn_id}")
     ts, key, started, sid, ord_ = row
-    place, n = store.conn.execute(
-        "SELECT sum(ord <= ?), count(*) FROM turns WHERE session_id = ?", (ord_, sid)
-    ).fetchone()
+    place, n = store.conn.one("SELECT sum(ord <= ?), count(*) FROM turns WHERE session_id = ?", (ord_, sid))
     return TurnTime(int(turn_id), ts, str(key), started, int(place), int(n))
 
 
@@ -139,7 +137,7 @@ def turns_between(
         where.append("t.session_id IN (SELECT id FROM sessions WHERE source = ? OR key = ?)")
         args += [scope, scope]
     cond = " AND ".join(where)
-    total = int(store.conn.execute(f"SELECT count(*) FROM turns t WHERE {cond}", args).fetchone()[0])
+    total = int(store.conn.one(f"SELECT count(*) FROM turns t WHERE {cond}", args)[0])
     ids = [
         int(r[0])
         for r in store.conn.execute(
@@ -174,7 +172,7 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
 def sessions(store: Store, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[dict[str, Any]]:
     """Sessions, newest first, with their turn counts and time span."""
     limit, offset = _bounds(limit, offset)
-    total = int(store.conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+    total = int(store.conn.one("SELECT count(*) FROM sessions")[0])
     rows = store.conn.execute(
         "SELECT s.key, s.source, s.title, s.started_at, count(t.id), min(t.ts), max(t.ts) FROM sessions s "
         "LEFT JOIN turns t ON t.session_id = s.id GROUP BY s.id "
@@ -196,7 +194,7 @@ def session_turns(store: Store, session: str, *, limit: int = DEFAULT_LIMIT, off
     if not sids:
         raise NotFound(f"no session {session!r}")
     cond = f"session_id IN ({_marks(len(sids))})"
-    total = int(store.conn.execute(f"SELECT count(*) FROM turns WHERE {cond}", sids).fetchone()[0])
+    total = int(store.conn.one(f"SELECT count(*) FROM turns WHERE {cond}", sids)[0])
     ids = [
         int(r[0])
         for r in store.conn.execute(

@@ -51,7 +51,7 @@ def timeline(store: Store, limit: int = 200, offset: int = 0) -> dict[str, Any]:
     """Sessions, newest first, grouped by day, with their topics and themes."""
     if limit <= 0 or offset < 0:
         raise InputError("limit must be positive and offset not negative")
-    total = int(store.conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+    total = int(store.conn.one("SELECT count(*) FROM sessions")[0])
     rows = store.conn.execute(
         "SELECT s.id, s.key, s.source, s.title, coalesce(s.started_at, min(t.ts)), count(t.id), min(t.ts), max(t.ts) "
         "FROM sessions s LEFT JOIN turns t ON t.session_id = s.id GROUP BY s.id "
@@ -134,11 +134,11 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
             "SELECT id, span_start, span_end, extractor FROM cues WHERE turn_id = ?", (turn_id,)
         )
     }
-    meta = store.conn.execute(
+    meta = store.conn.one(
         "SELECT t.session_id, s.key, s.source, t.ord, t.speaker, t.role, t.ts, t.text, t.source_id "
         "FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = ?",
         (turn_id,),
-    ).fetchone()
+    )
     sid, key, source, ord_, speaker, role, ts, text, source_id = meta
     enr = store.conn.execute(
         "SELECT memory_type, type_source, low_info, model FROM turn_enrichment WHERE turn_id = ?", (turn_id,)
