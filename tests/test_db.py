@@ -6,7 +6,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem.errors import SchemaError
+from localmem.errors import NotFound, SchemaError
 from localmem.records import TurnIn
 from localmem.storage import db
 from localmem.storage.store import Store
@@ -181,3 +181,14 @@ def test_jobs_and_enrichment_columns(tmp_path: Path) -> None:
     assert cols("turn_enrichment") == [
         "turn_id", "memory_type", "type_source", "low_info", "cues_kept", "cues_rejected", "model", "created_at",
     ]  # fmt: skip
+
+
+def test_connections_are_typed_apsw_connections(tmp_path: Path) -> None:
+    conn = db.connect(tmp_path / "a.db")
+    db.migrate(conn)
+    assert isinstance(conn, db.Conn) and isinstance(conn, apsw.Connection)
+    assert conn.one("SELECT count(*) FROM turns") == (0,)
+    with pytest.raises(NotFound, match="no row where one was expected: SELECT id FROM turns"):
+        conn.one("SELECT id FROM turns WHERE id = ?", (1,))
+    with db.transaction(apsw.Connection(str(tmp_path / "b.db"))) as plain:  # any apsw connection
+        plain.execute("CREATE TABLE x (y)")
