@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -368,3 +369,30 @@ def test_cli_stats_shows_refused_replies_per_purpose(tmp_path: Path) -> None:
     full = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=300, check=True).stdout)
     assert full["enrichment"]["model_calls"]["extract"]["unparsed"] == 1
     assert full["enrichment"]["jobs"]["pending"] == 2
+
+
+def test_drain_waits_out_the_back_off_until_done_or_parked(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``localmem enrich`` drains: a turn whose reply was cut is retried after its
+    back-off (alone, with a larger cap) instead of being left pending."""
+    monkeypatch.setattr(jobs, "BACKOFF_S", 0.2)
+    store.write_sessions([story(3)])
+    caps: list[int] = []
+
+    class CutOnce(ScriptedGenerator):
+        def generate_json(self, messages: Any, schema: Any, *, max_tokens: int, temperature: float) -> Any:
+            out = super().generate_json(messages, schema, max_tokens=max_tokens, temperature=temperature)
+            if "m1" not in schema.get("properties", {}):
+                return out  # a topic label
+            caps.append(max_tokens)
+            if len(caps) == 1:
+                cut = out.text[: out.text.index('"m3"')].rstrip(", ")
+                return type(out)(cut, out.prompt_tokens, out.generated_tokens)  # cut before m3
+            return out
+
+    stats = run_worker(store, CutOnce(), until_empty=True, drain=True)
+    assert stats.turns == 3 and stats.failed == 1 and jobs.counts(store.conn)["done"] == 3
+    assert caps == [316, 216]  # the retry, alone, at twice the cap
+    store.write_sessions([session("s2", "2024-06-01T10:00:00", ("Ana", "I met Oscar in Rome."))])
+    bad = run_worker(store, ScriptedGenerator(lambda _t: ""), until_empty=True, drain=True, max_attempts=2)
+    assert bad.failed == 2 and bad.parked == 1
+    assert jobs.counts(store.conn) == {"pending": 0, "running": 0, "done": 3, "parked": 1}

@@ -38,7 +38,8 @@ def add_worker_parsers(sub: Subparsers) -> None:
             "enrich",
             "enrich every queued turn now, then exit",
             "Process every pending enrichment job with the local model, with a progress line (turns/s, ETA); "
-            "turns stored before the queue existed are queued first.",
+            "turns stored before the queue existed are queued first. A job whose model call or reply failed is "
+            "retried after its back-off; enrich returns when every job is done or parked.",
         ),
     ):
         c = sub.add_parser(name, help=helptext, description=desc)
@@ -91,7 +92,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             print(f"localmem {args.mode}: {gen.model_id}, {todo['pending']} turns queued", file=sys.stderr)
         with Progress(args.mode, total, unit="turns", quiet=args.json) as bar:
             if args.mode == "enrich":
-                stats = run_worker(store, gen, until_empty=True, progress=bar.advance)
+                stats = run_worker(store, gen, until_empty=True, drain=True, progress=bar.advance)
             else:
                 stats = run_worker(store, gen, stop=stop_on_signals(), once=args.once, progress=bar.advance)
         layers = layer_stats(store)

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from localmem.enrichment.antecedent import KIND as ANTECEDENT
 from localmem.enrichment.antecedent import run_jobs as antecedent_jobs
@@ -25,11 +26,12 @@ from localmem.enrichment.themes import run_themes
 from localmem.enrichment.topics import run_topic_jobs
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
-from localmem.storage.queue import Job, claim, fail
+from localmem.storage.queue import KIND, Job, claim, fail
 from localmem.storage.store import Store
 
 log = logging.getLogger(__name__)
 POLL_S = 1.0
+DRAIN_POLL_S = 5.0  # ``drain`` looks again at least this often while it waits out a back-off
 
 
 def run_worker(
@@ -39,13 +41,16 @@ def run_worker(
     stop: threading.Event | None = None,
     once: bool = False,
     until_empty: bool = False,
+    drain: bool = False,
     batch: int | None = None,
     max_attempts: int | None = None,
     progress: Callable[[int], None] | None = None,
     on_batch: Callable[[WorkerStats], None] | None = None,
 ) -> WorkerStats:
     """Process jobs until ``stop`` is set. ``once``: one claimed batch, then return;
-    ``until_empty``: return when nothing is ready (``localmem enrich``)."""
+    ``until_empty``: return when nothing is ready; ``drain`` (``localmem enrich``): also
+    wait out the back-off of failed jobs and retry them, so that it returns when every
+    job is done or parked (or held by another live worker)."""
     batch = batch or store.settings.extract_batch
     max_attempts = max_attempts or store.settings.job_attempts
     stats = WorkerStats()
@@ -61,9 +66,11 @@ def run_worker(
             jobs = claim(store.conn, 1, kind=ANTECEDENT)
         if not jobs:
             _topics_when_idle(store, gen, max_attempts)
-            if once or until_empty:
+            wait = _backoff_left(store) if drain else None
+            if once or (until_empty and wait is None):
                 break
-            (stop.wait(POLL_S) if stop is not None else time.sleep(POLL_S))
+            pause = POLL_S if wait is None else min(max(wait, 0.05), DRAIN_POLL_S)
+            (stop.wait(pause) if stop is not None else time.sleep(pause))
             continue
         try:
             done = step(store, gen, jobs, stats, max_attempts)
@@ -88,6 +95,21 @@ def run_worker(
         if once:
             break
     return stats
+
+
+def _backoff_left(store: Store) -> float | None:
+    """Seconds until the earliest failed job of a kind this worker runs is due again;
+    None when no job waits on a back-off."""
+    kinds = [KIND] + ([ANTECEDENT] if store.settings.cable.enabled else [])
+    marks = ",".join("?" * len(kinds))
+    row = store.conn.execute(
+        f"SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL AND kind IN ({marks})",
+        kinds,
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    due = datetime.fromisoformat(str(row[0])).replace(tzinfo=UTC)
+    return (due - datetime.now(UTC)).total_seconds()
 
 
 def _topics_when_idle(store: Store, gen: Generator, max_attempts: int) -> None:
