@@ -6,6 +6,12 @@ that connection only (nothing process-wide). Migrations are the numbered files
 ``PRAGMA user_version`` bump commit together in one transaction, so a failed
 migration leaves the database exactly as it was. A database whose version is newer
 than the newest migration we know is refused.
+
+The whole schema lives in ``migrations/``: the two vec0 tables, whose vector dimension is
+the embedder's, are the template ``migrations/vectors.sql``, made by
+``create_vector_tables`` when a store is first bound to an embedder (and remade by
+reindex); other files there than ``NNNN_name.sql`` are not migrations. Connections are
+``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``.
 """
 
 from __future__ import annotations
