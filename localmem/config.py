@@ -246,8 +246,8 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 
 def _from_env() -> dict[str, Any]:
-    """The ``LOCALMEM_*`` variables that are settings, as a nested mapping of raw strings
-    (keyed ``"env:NAME"`` so errors name the variable). Other ``LOCALMEM_*`` variables
+    """The ``LOCALMEM_*`` variables that are settings, as a nested mapping of
+    ``(variable, raw string)`` pairs, so errors name the variable. Other ``LOCALMEM_*`` variables
     (``LOCALMEM_CONFIG``, the MCP token, ...) are not settings and are left alone, but a
     ``LOCALMEM_RETRIEVAL_*`` / ``LOCALMEM_CABLE_*`` one must name a key of its section."""
     out: dict[str, Any] = {}
