@@ -6,6 +6,7 @@ with a comment saying so. import-linter (``lint-imports``) checks the layer dire
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -209,17 +210,25 @@ def test_no_module_over_400_lines() -> None:
     assert not long, f"modules over {MAX_LINES} lines (split them): {long}"
 
 
+_TOOL_COMMENT = re.compile(r"#\s*(noqa|type:|pragma|fmt:)[^#]*")
+
+
+def _comment(line: str) -> bool:
+    """Whether ``line`` carries a comment for a reader (not only a noqa / type: ignore)."""
+    return "#" in _TOOL_COMMENT.sub("", line)
+
+
 def _has_comment(lines: list[str], line: int) -> bool:
     """A ``#`` comment on the import's line, or on the line above the run of import lines
     it belongs to (one comment may explain a group of lazy imports)."""
-    if "#" in lines[line - 1]:
+    if _comment(lines[line - 1]):
         return True
     above = line - 2
     while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
-        if "#" in lines[above]:
+        if _comment(lines[above]):
             return True
         above -= 1
-    return above >= 0 and lines[above].strip().startswith("#")
+    return above >= 0 and lines[above].strip().startswith("#") and _comment(lines[above])
 
 
 def test_function_local_imports_are_lazy_heavy_runtimes_with_a_comment() -> None:
@@ -250,6 +259,9 @@ def test_lazy_import_rule_catches_uncommented_and_internal_imports() -> None:
     ]
     assert _has_comment(lines, 3) and _has_comment(lines, 4) and _has_comment(lines, 5)
     assert not _has_comment(["def f():", "    import mcp"], 2)
+    assert not _has_comment(["def f():", "    import mcp  # type: ignore[import-untyped]"], 2)
+    assert not _has_comment(["def f():", "    # noqa: PLC0415", "    import mcp"], 3)
+    assert _has_comment(["def f():", "    import mcp  # noqa: F401  # lazy: the SDK is slow to import"], 2)
     assert lazy_allowed("mcp.server.transport_security") and lazy_allowed("mcp_server.server")
     assert not lazy_allowed("mcp_server.serve") and not lazy_allowed("localmem.storage.store")
     assert not lazy_allowed("mcpx")
