@@ -1,7 +1,8 @@
-"""The shape of the code: no import cycles (counting every import statement, also the
-function-local and ``TYPE_CHECKING`` ones that import-linter cannot see), no module over
-400 lines, and function-local imports only where a heavy runtime is loaded lazily, each
-with a comment saying so. import-linter (``lint-imports``) checks the layer direction."""
+"""The shape of the code: no import cycles between modules (counting every import
+statement: module-level, function-local and under ``TYPE_CHECKING``), no module over 400
+lines, function-local imports only where a heavy runtime is loaded lazily, each with a
+comment saying so, and every package placed in a layer. import-linter (``lint-imports``,
+contracts in pyproject.toml) checks the layer direction and cycles between packages."""
 
 from __future__ import annotations
 
