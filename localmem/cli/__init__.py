@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import apsw
 
@@ -38,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if undecodable := [name for name, value in vars(args).items() if not _utf8(value)]:
+        # a byte that is not UTF-8 in argv arrives as a lone surrogate, which SQLite cannot store
+        print(f"localmem: error: {_flag(undecodable[0])} is not valid UTF-8 text", file=sys.stderr)
+        return 2
     try:
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
@@ -50,6 +55,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (apsw.Error, OSError) as exc:  # the database file or a path given is unusable
         print(f"localmem: error: {edge_error(exc, args)}", file=sys.stderr)
         return 1
+
+
+def _utf8(value: object) -> bool:
+    if isinstance(value, list | tuple):
+        return all(_utf8(v) for v in value)
+    if isinstance(value, str | Path):
+        try:
+            str(value).encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+def _flag(dest: str) -> str:
+    return dest.upper() if dest in ("file", "path", "dir", "text") else "--" + dest.replace("_", "-")
 
 
 def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:

@@ -102,7 +102,7 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
     path: Path = args.batch
     try:
         lines = path.read_text("utf-8").splitlines()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=str(path)) from exc
     for n, line in enumerate(lines, start=1):
         if not line.strip():
