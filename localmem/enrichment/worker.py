@@ -8,15 +8,21 @@ claim/finish/fail protocol (``localmem/storage/queue.py``); a reply the model go
 served, recorded by the step with its results (back-off, then parked); a batch whose
 model call raised is retried turn by turn under the same claim so one bad turn cannot
 fail its neighbours; model calls happen outside any transaction (inside the steps).
+A busy database never stops the worker: claims, failures and a step's writes wait out
+another process's lock with back-off (logged once per wait); a step whose write met the
+lock runs again under the same claim (its model calls too).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
+from typing import TypeVar
 
 from localmem.enrichment.antecedent import KIND as ANTECEDENT
 from localmem.enrichment.antecedent import run_jobs as antecedent_jobs
@@ -27,9 +33,11 @@ from localmem.enrichment.topics import run_topic_jobs
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
 from localmem.storage.queue import KIND, Job, claim, fail
+from localmem.storage.retry import WAITING, StillLocked, forever, retry_locked
 from localmem.storage.store import Store
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 POLL_S = 1.0
 DRAIN_POLL_S = 5.0  # ``drain`` looks again at least this often while it waits out a back-off
 
@@ -60,12 +68,18 @@ def run_worker(
     while stop is None or not stop.is_set():
         # Extraction first: it gives a turn the memory type its antecedent job needs.
         step: Callable[[Store, Generator, list[Job], WorkerStats, int], int] = enrich_jobs
-        jobs = claim(store.conn, batch)
-        if not jobs and store.settings.cable.enabled:
-            step = antecedent_jobs
-            jobs = claim(store.conn, 1, kind=ANTECEDENT)
+        try:
+            jobs = _patient(lambda: claim(store.conn, batch), stop)
+            if not jobs and store.settings.cable.enabled:
+                step = antecedent_jobs
+                jobs = _patient(lambda: claim(store.conn, 1, kind=ANTECEDENT), stop)
+        except StillLocked:  # asked to stop while waiting for the lock
+            break
         if not jobs:
-            _topics_when_idle(store, gen, max_attempts)
+            try:
+                _patient(partial(_topics_when_idle, store, gen, max_attempts), stop)
+            except StillLocked:
+                break
             wait = _backoff_left(store) if drain else None
             if once or (until_empty and wait is None):
                 break
@@ -73,19 +87,23 @@ def run_worker(
             (stop.wait(pause) if stop is not None else time.sleep(pause))
             continue
         try:
-            done = step(store, gen, jobs, stats, max_attempts)
+            done = _patient(partial(step, store, gen, jobs, stats, max_attempts), stop)
+        except StillLocked:
+            break  # asked to stop while waiting; the claim lapses and the jobs are taken again
         except LocalmemError as exc:
             done = 0
             for job in jobs if len(jobs) == 1 else []:
-                state = fail(store.conn, job, f"{type(exc).__name__}: {exc}", max_attempts)
+                state = _patient(partial(fail, store.conn, job, f"{type(exc).__name__}: {exc}", max_attempts), None)
                 stats.failed += 1
                 stats.parked += state == "parked"
             if len(jobs) > 1:  # find the culprit: each turn on its own, still under our claim
                 for job in jobs:
                     try:
-                        done += step(store, gen, [job], stats, max_attempts)
+                        done += _patient(partial(step, store, gen, [job], stats, max_attempts), None)
                     except LocalmemError as one:
-                        state = fail(store.conn, job, f"{type(one).__name__}: {one}", max_attempts)
+                        state = _patient(
+                            partial(fail, store.conn, job, f"{type(one).__name__}: {one}", max_attempts), None
+                        )
                         stats.failed += 1
                         stats.parked += state == "parked"
         if progress and done:
@@ -95,6 +113,13 @@ def run_worker(
         if once:
             break
     return stats
+
+
+def _patient(fn: Callable[[], R], stop: threading.Event | None) -> R:
+    """``fn`` (a write), waiting out another process's lock with back-off for as long as it
+    takes, or until ``stop`` is set (then ``StillLocked``); the wait is logged once."""
+    waits = forever() if stop is None else itertools.takewhile(lambda _: not stop.is_set(), forever())
+    return retry_locked(fn, waits, on_wait=lambda: log.warning(WAITING))
 
 
 def _backoff_left(store: Store) -> float | None:

@@ -35,6 +35,10 @@ RETRY_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 WAITING = "waiting for the database (locked by another process)…"
 
 
+class StillLocked(LocalmemError):
+    """The database stayed locked by another process for every pause a writer allowed."""
+
+
 def busy_timeout_ms() -> int:
     """How long SQLite itself waits for a lock before a busy error: 10 s by default,
     ``$LOCALMEM_BUSY_TIMEOUT_MS`` to change it (tests make it small)."""
@@ -66,7 +70,7 @@ def retry_locked(
 ) -> R:
     """Run ``fn``, again after each pause of ``waits`` while SQLite says the database is
     busy or locked. ``on_wait`` is called once, when the first pause begins (say that we
-    wait); when ``waits`` runs out, a ``LocalmemError`` says the lock stayed held."""
+    wait); when ``waits`` runs out, ``StillLocked`` (a ``LocalmemError``) says so."""
     pauses = iter(waits)
     waited = False
     while True:
@@ -75,7 +79,7 @@ def retry_locked(
         except BUSY_ERRORS as exc:
             wait = next(pauses, None)
             if wait is None:
-                raise LocalmemError("the database stayed locked by another process; try again in a moment") from exc
+                raise StillLocked("the database stayed locked by another process; try again in a moment") from exc
             if not waited:
                 waited = True
                 if on_wait is not None:
