@@ -352,7 +352,7 @@ class Store:
             try:
                 args.append(parse_time(before))
             except (ValueError, OverflowError, OSError) as exc:
-                raise InputError(f"--before {before!r} is not a date or time: {exc}") from exc
+                raise InputError(f"the time to forget before ({before!r}) is not a date or time: {exc}") from exc
             clauses.append("ts < ?")
         if not clauses:
             raise InputError("forget needs turn ids, a session, or a time to forget before")
