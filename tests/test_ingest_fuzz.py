@@ -30,6 +30,14 @@ FIXTURES: dict[str, bytes] = {
     ],
     "locomo": json.dumps(locomo_doc()).encode(),
     "longmemeval": json.dumps(lme_doc()).encode(),
+    "localmem": "".join(  # what `localmem export` writes
+        json.dumps(
+            {"localmem": 1, "source": "mcp", "session": "chat-1", "title": "", "started_at": "2024-05-20T10:00:00"}
+            | {"id": f"m{i}", "speaker": who, "role": "user", "timestamp": f"2024-05-20T10:0{i}:00", "text": text}
+        )
+        + "\n"
+        for i, (who, text) in enumerate([("Maya", "I signed up for the half marathon."), ("Bot", "When is it?")])
+    ).encode(),
 }
 assert set(FIXTURES) == set(FORMATS)
 
