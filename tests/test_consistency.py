@@ -193,7 +193,7 @@ def _run(tmp_path: Path, seconds: float) -> tuple[dict[str, dict[str, Any]], lis
             if p.poll() is None:
                 p.kill()
     results = {role: json.loads((tmp_path / role).read_text("utf-8")) for role in roles}
-    return results, seeded + [tuple(r) for r in results["writer"]["rows"]]  # type: ignore[misc]
+    return results, seeded + [(int(t), str(k), ts, str(x)) for t, k, ts, x in results["writer"]["rows"]]
 
 
 def test_reads_are_consistent_while_other_processes_write_and_forget(tmp_path: Path) -> None:
