@@ -72,12 +72,12 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(driver(*args), capture_output=True, text=True, env=env(), timeout=120)
 
 
-def waiting_cli(db: Path, *args: str) -> tuple[int, dict[str, Any], str, float]:
+def waiting_cli(db: Path, *args: str, json_out: bool = True) -> tuple[int, Any, str, float]:
     """Run a command while the lock is held; release it 1 s after the command says it
     waits. Returns exit code, JSON output, all of stderr, seconds it waited after saying so."""
     with lock_held(db):
         proc = subprocess.Popen(
-            driver("--db", str(db), *args, "--json"),
+            driver("--db", str(db), *args, *(["--json"] if json_out else [])),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -88,10 +88,10 @@ def waiting_cli(db: Path, *args: str) -> tuple[int, dict[str, Any], str, float]:
         said = time.monotonic()
         time.sleep(1.0)  # five busy timeouts: it must go on waiting, not fail
     out, rest = proc.communicate(timeout=60)
-    return proc.returncode, json.loads(out), "".join(err) + rest, time.monotonic() - said
+    return proc.returncode, json.loads(out) if json_out else out, "".join(err) + rest, time.monotonic() - said
 
 
-def test_ingest_and_forget_wait_for_a_long_lock_then_succeed(tmp_path: Path) -> None:
+def test_ingest_forget_and_reindex_wait_for_a_long_lock_then_succeed(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     first = tmp_path / "first.jsonl"
     first.write_text(jsonl_lines(0, 5), "utf-8")
@@ -108,6 +108,10 @@ def test_ingest_and_forget_wait_for_a_long_lock_then_succeed(tmp_path: Path) -> 
     assert code == 0, err
     assert "Traceback" not in err and err.count(WAITING) == 1
     assert out["deleted_turns"] == 20 and turns(db) == 5
+
+    code, out, err, waited = waiting_cli(db, "reindex", json_out=False)
+    assert code == 0, err
+    assert "Traceback" not in err and err.count(WAITING) == 1 and "re-embedded 5 turns" in out
 
 
 def test_the_watcher_waits_for_a_long_lock_and_keeps_watching(tmp_path: Path) -> None:
