@@ -494,12 +494,15 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
     pytest.importorskip("llama_cpp")
     from localmem.errors import ModelError
     from localmem.models import llm
+    from localmem.storage import queue
 
     try:
         gen = llm.get_generator(None, n_ctx=2048, n_threads=1)
     except ModelError as exc:
         pytest.skip(str(exc))
     cable = CableParams(enabled=True, kb=1, kh=2, nq=2, verify_batch=4)  # small, to keep the suite fast
+    # a reply cut at the token cap fails its turn; the retry (at once here) gets a larger cap
+    monkeypatch.setattr(queue, "BACKOFF_S", 0.0)
     settings = Settings(db=tmp_path / "m.db", cable=cable)
     with Store(tmp_path / "m.db", embedder=HashEmbedder(), settings=settings) as store:
         store.write_sessions(story()[:2])
