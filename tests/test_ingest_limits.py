@@ -148,3 +148,14 @@ def test_a_wrong_format_that_yields_no_turns_is_an_error(tmp_path: Path) -> None
     assert str(p) in proc.stderr and "no turns found reading it as transcript" in proc.stderr
     assert "--format jsonl" in proc.stderr
     assert subprocess.run(driver("--db", str(db), "ingest", str(p)), capture_output=True).returncode == 0
+
+
+def test_a_transcript_turn_over_the_cap_is_refused_at_its_first_line(tmp_path: Path) -> None:
+    p = tmp_path / "chat.md"
+    body = "\n".join(["continued " * 1000] * 12)  # 120,000 characters over 12 lines
+    p.write_text(f"# 2024-05-01\nAnn: Hello.\nBob: Here it comes:\n{body}\nAnn: Thanks.\n", "utf-8")
+    with pytest.raises(InputError, match=r"chat\.md at line 3: the turn of Bob has more than 100,000 characters"):
+        load(p)
+    p.write_text("Ann: Hello.\nBob: " + "w" * (TURN_RECORD_BYTES + 10) + "\n", "utf-8")
+    with pytest.raises(InputError, match=r"chat\.md at line 2: a line of 1,600,016 bytes; not read"):
+        load(p, "transcript")

@@ -146,7 +146,7 @@ def first_line_id(path: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def _bounded_lines(fh: IO[bytes], limit: int) -> Iterator[tuple[bytes | None, int]]:
+def bounded_lines(fh: IO[bytes], limit: int) -> Iterator[tuple[bytes | None, int]]:
     """The lines of ``fh`` with their byte length; a line longer than ``limit`` bytes
     comes as None, read past in chunks (never held whole)."""
     while True:
@@ -176,7 +176,7 @@ def _lines(fh: IO[bytes], path: Path, start: Cursor, max_bytes: int) -> Iterator
     fh.seek(start.offset)
     offset, n = start.offset, start.line
     try:
-        for raw, size in _bounded_lines(fh, max_bytes):
+        for raw, size in bounded_lines(fh, max_bytes):
             begin = offset
             offset += size
             n += 1

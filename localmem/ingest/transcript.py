@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from localmem.errors import InputError
-from localmem.ingest._json import Cursor, first_line_id
-from localmem.ingest._units import Unit, bad
-from localmem.records import SessionIn, TurnIn
+from localmem.ingest._json import Cursor, bounded_lines, first_line_id
+from localmem.ingest._units import TURN_RECORD_BYTES, Unit, bad
+from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
 from localmem.util.text import parse_time
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)[\s#]*$")
@@ -65,14 +65,31 @@ class _Section:
     source: str
     turns: list[TurnIn] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # the turn being read
+    size: int = 0  # its characters so far
+    line: int = 0  # where it began
     speaker: str = ""
     ts: str | None = None
     skipped: Counter[str] = field(default_factory=Counter)
     error: InputError | None = None
 
-    def begin(self, speaker: str, ts: str | None, text: str) -> None:
+    def begin(self, speaker: str, ts: str | None, text: str, line: int) -> None:
         self.end_turn()
-        self.speaker, self.ts, self.lines = speaker, ts, [text]
+        self.speaker, self.ts, self.lines, self.size, self.line = speaker, ts, [text], len(text), line
+
+    def add(self, text: str, path: Path) -> None:
+        """A line more of the turn being read; past ``MAX_TURN_CHARS`` the section is bad
+        and the turn's lines are no longer kept (memory stays bounded)."""
+        self.size += len(text) + 1
+        if self.size > MAX_TURN_CHARS:
+            if self.error is None:
+                self.error = InputError(
+                    f"the turn of {self.speaker} has more than {MAX_TURN_CHARS:,} characters (split it or leave it out)",
+                    path=str(path),
+                    where=f"line {self.line}",
+                )
+            self.lines = []
+            return
+        self.lines.append(text)
 
     def end_turn(self) -> None:
         if not self.speaker:
@@ -110,10 +127,14 @@ def units(path: Path, start: Cursor | None = None) -> Iterator[Unit]:
         sec = _Section(index, start, "default", None, source)
         fresh = True  # nothing but blank lines in sec so far
         try:
-            for raw in fh:
+            for raw, size in bounded_lines(fh, TURN_RECORD_BYTES):
                 begin, n = offset, line
-                offset += len(raw)
+                offset += size
                 line += 1
+                if raw is None:
+                    too_long = InputError(f"a line of {size:,} bytes; not read", path=str(path), where=f"line {n}")
+                    sec.error = sec.error or too_long
+                    continue
                 try:
                     text = raw.decode("utf-8-sig" if begin == 0 else "utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as exc:
@@ -149,7 +170,7 @@ def _line(sec: _Section, text: str, path: Path, n: int) -> None:
     m = _SPEAKER.match(text)
     if m is None:
         if sec.speaker:
-            sec.lines.append(text)
+            sec.add(text, path)
         elif text.strip():
             sec.skipped["text outside a turn (lines)"] += 1
         return
@@ -164,4 +185,4 @@ def _line(sec: _Section, text: str, path: Path, n: int) -> None:
                 ts = parse_time(clock)
         except (ValueError, OverflowError, OSError) as exc:
             sec.error = sec.error or InputError(f"unusable time [{clock}]: {exc}", path=str(path), where=f"line {n}")
-    sec.begin(m.group("name"), ts, m.group("text") or "")
+    sec.begin(m.group("name"), ts, m.group("text") or "", n)
