@@ -53,13 +53,17 @@ class StoreThread:
         self._store: Store | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localmem-ui")
 
-    def _call(self, fn: Callable[[Store], T]) -> T:
+    def _call(self, fn: Callable[[Store], T], read: bool) -> T:
         if self._store is None:
             self._store = self._opener()
-        return fn(self._store)
+        if not read:
+            return fn(self._store)
+        with self._store.snapshot():  # a page's queries see one commit, whoever writes meanwhile
+            return fn(self._store)
 
-    async def run(self, fn: Callable[[Store], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn)
+    async def run(self, fn: Callable[[Store], T], *, read: bool = True) -> T:
+        """``fn(store)`` on the store's thread; ``read``: inside one snapshot."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
 
     def close(self) -> None:
         def shut() -> None:
@@ -91,9 +95,9 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
     db = StoreThread(opener)
     page = (STATIC / "index.html").read_text("utf-8").replace(TOKEN_MARK, token)
 
-    async def answer(fn: Callable[[Store], Any]) -> Response:
+    async def answer(fn: Callable[[Store], Any], *, read: bool = True) -> Response:
         try:
-            return JSONResponse(await db.run(fn))
+            return JSONResponse(await db.run(fn, read=read))
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         except LocalmemError as exc:
@@ -142,7 +146,7 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
             tid, sid = _int(_str(body.get("turn_id")), "turn_id"), _int(_str(body.get("session_id")), "session_id")
         except InputError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(lambda s: views.forget(s, tid, sid))
+        return await answer(lambda s: views.forget(s, tid, sid), read=False)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
