@@ -391,6 +391,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
     ):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console errors, CSP violations
     driver = webdriver.Chrome(options=opts, service=Service(executable_path=str(CHROMEDRIVER)))
     driver.set_page_load_timeout(60)
     yield driver
@@ -406,9 +407,12 @@ def wait_for(driver: Any, css: str, timeout: float = 30) -> Any:
 
 
 def until(driver: Any, check: Any, timeout: float = 30) -> Any:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(lambda d: check(d))
+    # the page re-renders as it goes: an element that vanished under the check is retried
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    return WebDriverWait(driver, timeout, ignored_exceptions=ignored).until(lambda d: check(d))
 
 
 def shot(driver: Any, name: str, tmp_path: Path) -> Path:
@@ -425,6 +429,16 @@ def shot(driver: Any, name: str, tmp_path: Path) -> Path:
         shutil.copyfile(path, Path(dest) / path.name)
     driver.set_window_size(1440, 900)
     return path
+
+
+def console_errors(driver: Any) -> list[str]:
+    """Script errors and Content-Security-Policy violations logged since the last call
+    (a refused request's own "Failed to load resource" line is the server's answer)."""
+    return [
+        e["message"]
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and "Failed to load resource" not in e["message"]
+    ]
 
 
 def login(driver: Any, srv: Server) -> None:
@@ -460,6 +474,7 @@ def test_ask_shows_the_turn_with_its_reason(browser: Any, server: Server, built:
     assert {"packed", "not packed"} <= statuses
     assert "budget used" in browser.find_element("css selector", "#trace-panel").text
     shot(browser, "ask", tmp_path)
+    assert console_errors(browser) == []
     row.click()  # a trace row opens its turn
     until(browser, lambda d: d.current_url.endswith(f"#/turn/{tomas}"))
     wait_for(browser, "#turn-text")
@@ -473,6 +488,7 @@ def test_timeline_lists_sessions_with_topics(browser: Any, server: Server, tmp_p
     days = [d.text.split("\n")[0] for d in browser.find_elements("css selector", "section.day")]
     assert days == sorted(days, reverse=True) and "2024-03-02" in days
     shot(browser, "timeline", tmp_path)
+    assert console_errors(browser) == []
     card.click()
     turns = wait_for(browser, "#session-turns")
     assert "I booked flights to Lisbon" in turns.text and "I'll go with my friend Tomas" in turns.text
@@ -494,10 +510,11 @@ def test_turn_shows_cues_tags_and_links(browser: Any, server: Server, built: Set
     assert "antecedent" in links and "sets up the Lisbon trip" in links
     assert browser.find_elements("css selector", "svg.graph a.kind-antecedent")
     shot(browser, "turn", tmp_path)
+    assert console_errors(browser) == []
     # one node per linked turn and side, however many kinds of link join them
     back = turn_id(built, "back-home:0")
     browser.get(f"{server.base}/#/turn/{back}")
-    wait_for(browser, "#turn-text")
+    until(browser, lambda d: d.find_element("css selector", "h1").text.startswith(f"Turn #{back} "))
     nodes = until(browser, lambda d: d.find_elements("css selector", "svg.graph a"))
     hrefs = [(n.get_dom_attribute("data-turn"), n.get_dom_attribute("data-side")) for n in nodes]
     assert len(hrefs) == len(set(hrefs)) >= 3
@@ -513,6 +530,7 @@ def test_health_shows_coverage_and_jobs(browser: Any, server: Server, tmp_path: 
     assert "extract" in jobs and "antecedent" in jobs and "None: no job gave up." in jobs
     assert "test-hash-64" in browser.find_element("css selector", ".cards").text
     shot(browser, "health", tmp_path)
+    assert console_errors(browser) == []
 
 
 def test_forget_asks_first(browser: Any, tmp_path: Path) -> None:
