@@ -89,6 +89,7 @@ def argv(draw: st.DrawFn, place: dict[str, str]) -> list[str]:
                 ["stats", "--json"],
                 ["forget", "--before", value],
                 ["forget", "--turn", value],
+                ["forget", "--turn", "99999999999999999999"],
                 ["forget", "--session", value],
                 ["query", value],
                 ["query", "hi", "--budget", value],
@@ -126,6 +127,7 @@ def test_no_argument_ends_in_a_traceback(place: dict[str, str], data: st.DataObj
     ("args", "says"),
     [
         (["forget", "--before", "not a date"], "is not a date or time"),
+        (["forget", "--turn", "99999999999999999999"], "out of range"),
         (["--db", "{notdb}", "stats"], "is not a localmem database"),
         (["--db", "{folder}", "stats"], "cannot open"),
         (["--db", "{notdb}", "ingest", "{log}"], "is not a localmem database"),

@@ -343,6 +343,8 @@ class Store:
         clauses: list[str] = []
         args: list[Any] = []
         if turn_ids:
+            if out := [i for i in turn_ids if not -(2**63) <= int(i) < 2**63]:
+                raise InputError(f"turn id {out[0]} is out of range (no turn has it)")
             clauses.append(f"id IN ({','.join('?' * len(turn_ids))})")
             args.extend(int(i) for i in turn_ids)
         if session is not None:
