@@ -170,7 +170,7 @@ and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
             res = await st.generate(answer_from, st.generator, question, context, as_of=as_of, records=records)
         finally:
             await st.call(calls.log, st.store.conn, records, best_effort=True)
-        return Answered.model_validate({**res.to_dict(), "warning": getattr(res, "warning", None)})
+        return Answered.model_validate(res.to_dict())
 
     answered = f"""Answer a question from memory with the local model: reconstructs the context (`budget_tokens`,
 default {default:,}, at most {cap:,}), then the model answers, preferring the most recent evidence. Returns a

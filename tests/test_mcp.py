@@ -17,6 +17,7 @@ from mcp import Client
 
 from localmem.config import Settings
 from localmem.enrichment.worker import run_topics, run_worker
+from localmem.models.llm import EMBEDDED_FILE
 from localmem.records import SessionIn, TurnIn
 from localmem.storage import db
 from localmem.storage.store import Store
@@ -257,6 +258,11 @@ async def test_answer_tool_with_a_scripted_model(mem: Store) -> None:
     logged = mem.conn.execute("SELECT status FROM model_calls WHERE purpose = 'answer'").fetchall()
     assert logged == [("ok",)]  # the model call is in the call log
     assert "Main Street" in seen[0] and "Question: Where did Ben take the bike?" in seen[0]
+    tiny = Answerer()
+    tiny.model_id = f"gguf:{EMBEDDED_FILE}:q8"  # the embedded 135M test model answers
+    async with Client(build_server(mem, generator=tiny, worker=False)) as c:
+        warned = await call(c, "answer", {"question": "Where did Ben take the bike?"})
+    assert warned["answer"] == "On Main Street." and "embedded test model" in (warned["warning"] or "")
 
 
 async def test_background_worker_enriches_what_is_remembered(store: Store) -> None:
