@@ -117,9 +117,10 @@ def test_a_bad_setting_fails_both_the_same_way(
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "localmem.cli", *args], capture_output=True, text=True, timeout=120, env=dict(os.environ)
-    )
+    """The installed ``localmem`` command (its console script), in a process of its own."""
+    exe = Path(sys.executable).with_name("localmem")
+    cmd = [str(exe)] if exe.is_file() else [sys.executable, "-m", "localmem.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120, env=dict(os.environ))
 
 
 def test_cli_subprocess_opens_what_open_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
