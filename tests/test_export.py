@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import detect, export, load
+from localmem.ingest._json import first_line_id
 from localmem.ingest.runner import ingest_file
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.store import Store
@@ -238,7 +239,7 @@ def test_cli_export_stdout_and_out_file_round_trip(tmp_path: Path) -> None:
     assert out.read_bytes() == shown.stdout
     assert [p.name for p in out.parent.iterdir()] == ["mem.jsonl"]  # no partial file left
     lines = [json.loads(x) for x in shown.stdout.decode("utf-8").splitlines()]
-    assert lines[0]["text"] == "I'll go to Lisbon 🇵🇹" and lines[0]["source"] == "jsonl:chat.jsonl"
+    assert lines[0]["text"] == "I'll go to Lisbon 🇵🇹" and lines[0]["source"] == f"jsonl:{first_line_id(src)}"
     # the second line had no time: it stays untimed, so the session's start is left out
     assert lines[1]["id"] == "t-2" and lines[1]["timestamp"] is None and lines[1]["started_at"] is None
     assert _cli("ingest", str(out), db=b).returncode == 0
