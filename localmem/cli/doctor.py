@@ -189,8 +189,10 @@ def _can_import(exe: str, module: str, env: dict[str, str], fix: str) -> None:
     try:
         proc = subprocess.run(
             [exe, "-c", code],
-            env={**os.environ, **env},
-            cwd=Path.home(),  # not this folder: `-c` puts the working folder on sys.path
+            # as a client would start it: the entry's env, none of this shell's PYTHON* settings, and
+            # not this folder (`-c` puts the working folder on sys.path)
+            env={**{k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, **env},
+            cwd=Path.home(),
             capture_output=True,
             timeout=IMPORT_TIMEOUT_S,
         )
