@@ -1,0 +1,131 @@
+"""``bench scale``'s synthetic stores and the ``bench scale`` / ``bench ingest`` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localmem.bench import scale, synthetic
+from localmem.config import Settings
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import db
+from localmem.storage.store import Store
+
+from .conftest import HashEmbedder
+from .test_cli import run as run_cli
+
+DATA = Path(__file__).resolve().parent / "data" / "ingest"
+
+
+def _rows(path: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+    conn = db.connect(path, readonly=True)
+    try:
+        turns = conn.execute(
+            "SELECT s.source, s.key, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, t.hash, t.words "
+            "FROM turns t JOIN sessions s ON s.id = t.session_id ORDER BY t.id"
+        ).fetchall()
+        cues = conn.execute(
+            "SELECT t.hash, c.kind, c.text, c.span_start, c.span_end FROM cues c JOIN turns t ON t.id = c.turn_id "
+            "ORDER BY c.id"
+        ).fetchall()
+        temporal = conn.execute(
+            "SELECT a.hash, b.hash, round(e.weight, 6) FROM edges e JOIN turns a ON a.id = e.src "
+            "JOIN turns b ON b.id = e.dst WHERE e.kind = 'temporal' ORDER BY a.hash, b.hash"
+        ).fetchall()
+        return turns, cues, temporal
+    finally:
+        conn.close()
+
+
+def test_synthetic_store_holds_the_rows_the_write_path_makes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synthetic, "CHUNK_TURNS", 100)  # several chunks: ids and edge rings carried over
+    emb = HashEmbedder()
+    path = tmp_path / "synthetic.db"
+    assert synthetic.build(path, 400, emb, Settings(db=path)) > 0
+
+    # The same generated sessions written by the real write path give the same rows.
+    real = tmp_path / "real.db"
+    with Store(real, embedder=emb, settings=Settings(db=real)) as store:
+        store.write_sessions([s for s, _topics in synthetic.Synth(emb.dim).sessions(400)])
+    assert _rows(path) == _rows(real)
+
+    conn = db.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        for fts in ("turns_fts", "cues_fts"):
+            conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')")  # raises if corrupt
+
+        def n(sql: str) -> int:
+            return int(conn.one(sql)[0])
+
+        assert n("SELECT count(*) FROM turns") == 400
+        assert n("SELECT count(*) FROM turn_vec") == 400 == n("SELECT count(*) FROM jobs WHERE kind = 'extract'")
+        assert n("SELECT count(*) FROM cue_vec") == n("SELECT count(*) FROM cues")
+        assert 1.5 < n("SELECT count(*) FROM cues") / 400 < 2.1  # ~1.8 statement cues per turn
+        # semantic edges join two different turns, lower id first, weight a cosine
+        bad = "SELECT count(*) FROM edges WHERE kind = 'semantic' AND (src >= dst OR weight > 1.0001 OR weight < -1)"
+        assert n("SELECT count(*) FROM edges WHERE kind = 'semantic'") > 400 and n(bad) == 0
+        vec = np.frombuffer(bytes(conn.one("SELECT embedding FROM cue_vec WHERE cue_id = 1")[0]), dtype=np.float32)
+        assert vec.shape == (emb.dim,) and abs(float(np.linalg.norm(vec)) - 1) < 1e-4
+        assert conn.one("SELECT value FROM meta WHERE key = 'embedder_id'")[0] == emb.model_id
+    finally:
+        conn.close()
+
+
+def test_synthetic_vectors_cluster_by_topic() -> None:
+    synth = synthetic.Synth(384)
+    topics = np.repeat(np.arange(20), 30)
+    v = synth.turn_vectors(topics)
+    sims = v @ v.T
+    same = topics[:, None] == topics[None, :]
+    np.fill_diagonal(same, False)
+    other = topics[:, None] != topics[None, :]
+    assert 0.4 < sims[same].mean() < 0.75  # neighbours share a topic...
+    assert 0.05 < sims[other].mean() < 0.3  # ...others are far, not orthogonal noise
+    cues = synth.cue_vectors(v)
+    assert 0.6 < float(np.mean(np.sum(cues * v, axis=1))) < 0.9
+
+
+def test_reconstruct_answers_on_a_synthetic_store_and_a_kept_store_is_reused(tmp_path: Path) -> None:
+    emb = HashEmbedder()
+    path = tmp_path / "s.db"
+    settings = Settings(db=path)
+    assert synthetic.build(path, 300, emb, settings) > 0
+    assert synthetic.build(path, 300, emb, settings) == 0.0  # same recipe: kept
+    queries = scale.queries_for(path, 3)
+    assert len(queries) == 3 and all(q.startswith("What did ") for q in queries)
+    with Store(path, embedder=emb, settings=settings) as store:
+        ctx = reconstruct(store, queries[0], 300)
+        assert ctx.turns and all(t.text and t.tokens > 0 for t in ctx.turns)
+    assert synthetic.build(path, 200, emb, settings) > 0  # another size: rebuilt
+    conn = db.connect(path, readonly=True)
+    assert int(conn.one("SELECT count(*) FROM turns")[0]) == 200
+    conn.close()
+
+
+def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
+    proc = run_cli("bench", "scale", "--turns", "2000", "--queries", "5", "--workdir", str(tmp_path), "--json")
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("scale (") and "p50_ms" in lines[1] and "rss_mb" in lines[1]
+    assert lines[3].split("|")[0].strip() == "2000"
+    row = json.loads(lines[-1])["rows"][0]
+    assert "error" not in row, row
+    assert row["turns"] == 2000 and 0 < row["p50_ms"] <= row["p95_ms"]
+    assert row["rss_mb"] > row["mirror_mb"] > 0 and row["db_mb"] > 0 and row["build_s"] > 0
+
+
+def test_bench_ingest_prints_its_table(tmp_path: Path) -> None:
+    data = DATA / "chatgpt_conversations.json"
+    proc = run_cli("bench", "ingest", "--data", str(data), "--workdir", str(tmp_path), "--json")
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("ingest of chatgpt_conversations.json") and "embed_only_turns_per_s" in lines[1]
+    result = json.loads(lines[-1])
+    assert result["turns"] > 0 and lines[3].split("|")[0].strip() == str(result["turns"])
+    assert result["turns_per_s"] > 0 and result["embed_only_turns_per_s"] > 0
+    assert abs(sum(result["share"].values()) - 100) < 1 and result["share"]["embed"] > 0
+    assert min(result["stage_s"].values()) >= 0
+    bad = run_cli("bench", "ingest", "--data", str(tmp_path / "missing.json"), check=False)
+    assert bad.returncode != 0 and "no such file" in bad.stderr and "Traceback" not in bad.stderr
