@@ -16,6 +16,7 @@ from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
 from localmem.cli.bench_reliability import add_reliability_parsers
+from localmem.cli.bench_scale import add_scale_parsers
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
@@ -119,6 +120,7 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
     add_reliability_parsers(bsub)
+    add_scale_parsers(bsub)
 
 
 def _ints(text: str, what: str) -> list[int]:
