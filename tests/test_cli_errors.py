@@ -43,8 +43,14 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     saved = localmem.models.registry.default_embedder
     localmem.models.registry.default_embedder = lambda spec="default": HashEmbedder()  # type: ignore[assignment]
     assert run(["--db", str(paths["good"]), "ingest", str(paths["log"])])[0] == 0
-    yield {k: str(v) for k, v in paths.items()}
-    localmem.models.registry.default_embedder = saved
+    # Odd values become relative paths (``backup VALUE``): keep them out of the checkout.
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        yield {k: str(v) for k, v in paths.items()}
+    finally:
+        os.chdir(cwd)
+        localmem.models.registry.default_embedder = saved
 
 
 def run(argv: list[str]) -> tuple[int, str]:
