@@ -1,14 +1,21 @@
 """``localmem bench fit``: refit the CuePack scorer and measure it honestly.
 
-For every LoCoMo question (categories 1-4 with evidence) the candidate pool and its
-features are computed once; a pool turn is labelled positive when it is an evidence
-turn. The scorer is an L2-regularised logistic regression (penalty 0.5·|w|², data term
+For every LoCoMo question (categories 1-4 with evidence) and, with ``--lme``, every
+LongMemEval question (its haystack's ``has_answer`` turns, asked ``as_of`` its question
+date) the candidate pool and its features are computed once; a pool turn is labelled
+positive when it is an evidence turn. The scorer is an L2-regularised logistic regression (penalty 0.5·|w|², data term
 weighted by C; the intercept is not penalised), each row weighted 1 / (evidence turns in
 its question's pool) so every question counts once, as in the metric.
 
-Reported: recall with the shipped weights, recall leave-one-conversation-out (each
-conversation scored by weights fitted on the others: the figure to expect on unseen
-conversations), and the weights fitted on everything (what ``scorer.Weights`` ships).
+Folds: each LoCoMo conversation is one; LongMemEval questions fall in six folds by
+their place in the file (index mod 6: the file lists ten questions per type in a row,
+so every fold holds ten questions and every type). The two data sets weigh the same in
+the fit (LongMemEval rows are scaled by LoCoMo questions / LongMemEval questions).
+
+Reported, per data set: recall with the shipped weights, recall held out (each fold
+scored by weights fitted on every other fold of both data sets: the figure to expect on
+unseen conversations), and in-sample with the weights fitted on everything (what
+``scorer.Weights`` ships).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from localmem.bench import longmemeval as longmemeval_bench
 from localmem.bench.locomo import CATEGORIES, open_conversation_store
 from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
@@ -28,57 +36,76 @@ from localmem.models.embedding import Embedder
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.reconstruct import assemble
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
+
+LME_FOLDS = 6
 
 
 @dataclass
 class _Question:
-    conv: int
+    fold: tuple[str, int]  # ("locomo", conversation) or ("longmemeval", index mod 6)
+    store: int
     text: str
     category: str
     evidence: list[str]
     pool: Pool
     labels: np.ndarray
+    weight: float = 1.0
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, c: float = 1.0, iters: int = 100) -> Weights:
-    """Newton's method on 0.5·|w|² + C·Σ sw·logloss (intercept unpenalised)."""
+def fit_logistic(
+    x: np.ndarray,
+    y: np.ndarray,
+    sample_weight: np.ndarray,
+    c: float = 1.0,
+    iters: int = 100,
+    offset: np.ndarray | None = None,
+    intercept: bool = True,
+) -> Weights:
+    """Newton's method on 0.5·|w|² + C·Σ sw·logloss (intercept unpenalised), the logit
+    being ``offset + x·w (+ b)``; without ``intercept`` b stays 0."""
     n, d = x.shape
-    xa = np.hstack([x, np.ones((n, 1))])
-    w = np.zeros(d + 1)
-    reg = np.eye(d + 1)
-    reg[d, d] = 0.0
+    xa = np.hstack([x, np.ones((n, 1))]) if intercept else x
+    k = xa.shape[1]
+    off = np.zeros(n) if offset is None else offset
+    w = np.zeros(k)
+    reg = np.eye(k)
+    if intercept:
+        reg[d, d] = 0.0
     for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(xa @ w)))
+        p = 1.0 / (1.0 + np.exp(-(off + xa @ w)))
         grad = reg @ w + c * xa.T @ (sample_weight * (p - y))
         hess = reg + c * (xa * (sample_weight * p * (1 - p))[:, None]).T @ xa
-        step = np.linalg.solve(hess + 1e-9 * np.eye(d + 1), grad)
+        step = np.linalg.solve(hess + 1e-9 * np.eye(k), grad)
         w -= step
         if np.max(np.abs(step)) < 1e-8:
             break
-    return Weights(coef=tuple(float(v) for v in w[:d]), intercept=float(w[d]))
+    return Weights(coef=tuple(float(v) for v in w[:d]), intercept=float(w[d]) if intercept else 0.0)
 
 
-def _fit(questions: Sequence[_Question]) -> Weights:
+def _fit(questions: Sequence[_Question], free: np.ndarray | None = None, base: Weights = DEFAULT_WEIGHTS) -> Weights:
+    """Weights fitted on ``questions``. With ``free`` (a 0/1 mask over the features)
+    only those features are fitted, on top of ``base``: every other weight and the
+    intercept stay ``base``'s, so where the free features are 0 the scores are base's."""
     xs, ys, sws = [], [], []
     for q in questions:
         pos = q.labels.sum()
         xs.append(q.pool.feats)
         ys.append(q.labels)
-        sws.append(np.full(len(q.labels), 1.0 / pos if pos else 0.0))
-    return fit_logistic(np.vstack(xs), np.concatenate(ys), np.concatenate(sws))
+        sws.append(np.full(len(q.labels), q.weight / pos if pos else 0.0))
+    x, y, sw = np.vstack(xs), np.concatenate(ys), np.concatenate(sws)
+    if free is None:
+        return fit_logistic(x, y, sw)
+    fixed = np.asarray(base.coef) * (1 - free)
+    resid = fit_logistic(x * free, y, sw, offset=x @ fixed + base.intercept, intercept=False)
+    return Weights(coef=tuple(float(v) for v in fixed + np.asarray(resid.coef) * free), intercept=base.intercept)
 
 
-def run(
-    data: Path,
-    budgets: Sequence[int],
-    workdir: Path,
-    embedder: Embedder,
-    settings: Settings,
-    limit: int | None = None,
-    log: Callable[[str], None] = lambda _m: None,
-) -> dict[str, Any]:
+def _locomo_questions(
+    data: Path, workdir: Path, embedder: Embedder, settings: Settings, limit: int | None, log: Callable[[str], None]
+) -> tuple[list[Store], list[_Question], list[str]]:
     samples = read_benchmark(data, "LoCoMo")
     samples = samples[:limit] if limit else samples
     if len(samples) < 2:
@@ -101,50 +128,149 @@ def run(
                 if pool is None:
                     continue
                 labels = np.array([1.0 if by_turn.get(int(t)) in ev else 0.0 for t in pool.turn_ids])
-                questions.append(_Question(ci, qa["question"], CATEGORIES[cat], ev, pool, labels))
-        folds = {ci: _fit([q for q in questions if q.conv != ci]) for ci in range(len(samples))}
-        full = _fit(questions)
-        tallies: dict[tuple[str, int], Tally] = {}
-        for q in questions:
-            for name, w in (("shipped", DEFAULT_WEIGHTS), ("held-out", folds[q.conv]), ("in-sample", full)):
-                prob = w.probability(q.pool.feats)
-                for b in budgets:
-                    ctx = assemble(stores[q.conv], q.text, q.pool, prob, b)
-                    tallies.setdefault((name, b), Tally()).add(q.category, found_fraction(ctx, q.evidence))
+                questions.append(_Question(("locomo", ci), ci, qa["question"], CATEGORIES[cat], ev, pool, labels))
+    except BaseException:
+        for s in stores:
+            s.close()
+        raise
+    return stores, questions, [str(s["sample_id"]) for s in samples]
+
+
+def _lme_questions(
+    data: Path,
+    workdir: Path,
+    embedder: Embedder,
+    settings: Settings,
+    built_only: bool,
+    first_store: int,
+    log: Callable[[str], None],
+) -> tuple[list[Store], list[_Question]]:
+    """LongMemEval questions (their stores ``lme-<question_id>.db`` under ``workdir``,
+    built when missing unless ``built_only``)."""
+    stores: list[Store] = []
+    questions: list[_Question] = []
+    try:
+        for idx, item in enumerate(read_benchmark(data, "LongMemEval")):
+            qid = str(item["question_id"])
+            path = workdir / f"lme-{qid}.db"
+            if built_only and not longmemeval_bench.is_built(path, item):
+                continue
+            evidence = longmemeval_bench.evidence_of(item)
+            if not evidence:
+                continue
+            log(f"question {qid}: pool")
+            store = longmemeval_bench.open_question_store(path, data, qid, embedder, settings)
+            stores.append(store)
+            flt = Filter(as_of=longmemeval_bench.question_as_of(item))
+            pool = candidate_pool(store, item["question"], flt)
+            if pool is None:
+                continue
+            rows = queries.turn_rows(store.conn, [int(t) for t in pool.turn_ids])
+            labels = np.array([1.0 if rows[int(t)].source_id in evidence else 0.0 for t in pool.turn_ids])
+            q = _Question(
+                ("longmemeval", idx % LME_FOLDS),
+                first_store + len(stores) - 1,
+                item["question"],
+                str(item["question_type"]),
+                evidence,
+                pool,
+                labels,
+            )
+            questions.append(q)
+    except BaseException:
+        for s in stores:
+            s.close()
+        raise
+    return stores, questions
+
+
+def evaluate(
+    stores: Sequence[Store],
+    questions: Sequence[_Question],
+    budgets: Sequence[int],
+    free: np.ndarray | None = None,
+    shipped: Weights = DEFAULT_WEIGHTS,
+) -> tuple[dict[tuple[str, str, int], Tally], Weights, dict[tuple[str, int], Weights]]:
+    """Tallies per (data set, weights, budget) for shipped / held-out / in-sample weights
+    (``free``: see ``_fit``)."""
+    folds = {f: _fit([q for q in questions if q.fold != f], free) for f in sorted({q.fold for q in questions})}
+    full = _fit(questions, free)
+    tallies: dict[tuple[str, str, int], Tally] = {}
+    for q in questions:
+        for name, w in (("shipped", shipped), ("held-out", folds[q.fold]), ("in-sample", full)):
+            prob = w.probability(q.pool.feats)
+            for b in budgets:
+                ctx = assemble(stores[q.store], q.text, q.pool, prob, b)
+                tallies.setdefault((q.fold[0], name, b), Tally()).add(q.category, found_fraction(ctx, q.evidence))
+    return tallies, full, folds
+
+
+def run(
+    data: Path,
+    budgets: Sequence[int],
+    workdir: Path,
+    embedder: Embedder,
+    settings: Settings,
+    limit: int | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    lme: Path | None = None,
+    lme_workdir: Path | None = None,
+    lme_built_only: bool = False,
+    free: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """``free``: fit only these features on top of the shipped weights (see ``_fit``);
+    None refits every weight."""
+    unknown = [f for f in free or () if f not in FEATURES]
+    if unknown:
+        raise InputError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
+    mask = None if free is None else np.array([1.0 if f in free else 0.0 for f in FEATURES])
+    stores, questions, names = _locomo_questions(data, workdir, embedder, settings, limit, log)
+    try:
+        if lme is not None:
+            more, lq = _lme_questions(lme, lme_workdir or workdir, embedder, settings, lme_built_only, len(stores), log)
+            stores += more
+            if lq:
+                scale = sum(1 for q in questions) / len(lq)
+                for q in lq:
+                    q.weight = scale
+            questions += lq
+        tallies, full, folds = evaluate(stores, questions, budgets, mask)
     finally:
         for s in stores:
             s.close()
-    groups = [*CATEGORIES.values(), "all"]
-    rows = [
-        {
-            "weights": name,
-            "budget": b,
-            **{g: round(100 * t.mean(g), 1) for g in groups},
-            "all_found": round(100 * t.all_found("all"), 1),
-        }
-        for (name, b), t in sorted(
-            tallies.items(), key=lambda kv: (["shipped", "held-out", "in-sample"].index(kv[0][0]), kv[0][1])
-        )
-    ]
+    order = ["shipped", "held-out", "in-sample"]
+    by_ds: dict[str, list[dict[str, Any]]] = {}
+    for (ds, name, b), t in sorted(tallies.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]), kv[0][2])):
+        groups = [g for g in sorted(t.counts) if g != "all"] + ["all"]
+        row = {"weights": name, "budget": b, **{g: round(100 * t.mean(g), 1) for g in groups}}
+        row["all_found"] = round(100 * t.all_found("all"), 1)
+        by_ds.setdefault(ds, []).append(row)
     return {
         "benchmark": "fit",
-        "questions": len(questions),
+        "questions": {ds: sum(1 for q in questions if q.fold[0] == ds) for ds in by_ds},
         "features": list(FEATURES),
         "fitted_weights": {"coef": [round(c, 3) for c in full.coef], "intercept": round(full.intercept, 3)},
-        "fold_weights": {str(samples[ci]["sample_id"]): [round(c, 2) for c in w.coef] for ci, w in folds.items()},
-        "rows": rows,
+        "fold_weights": {
+            (names[f[1]] if f[0] == "locomo" else f"lme-fold-{f[1]}"): [round(c, 2) for c in w.coef]
+            for f, w in folds.items()
+        },
+        "rows": by_ds,
     }
 
 
 def table(result: dict[str, Any]) -> str:
-    cols = ["weights", "budget", *CATEGORIES.values(), "all", "all_found"]
-    lines = [
-        f"CuePack scorer: LoCoMo evidence recall (%), {result['questions']} questions; "
-        "held-out = each conversation scored by weights fitted on the others",
-        " | ".join(f"{c:>11}" for c in cols),
-        "-" * (14 * len(cols)),
-    ]
-    lines += [" | ".join(f"{r[c]!s:>11}" for c in cols) for r in result["rows"]]
+    lines = []
+    for ds, rows in result["rows"].items():
+        cols = ["weights", "budget", *[k for k in rows[0] if k not in ("weights", "budget")]]
+        short = {c: c.replace("single-session-", "ss-").replace("temporal-reasoning", "temporal") for c in cols}
+        lines += [
+            f"CuePack scorer: {ds} evidence recall (%), {result['questions'][ds]} questions; "
+            "held-out = each fold scored by weights fitted on the other folds",
+            " | ".join(f"{short[c]:>11}" for c in cols),
+            "-" * (14 * len(cols)),
+        ]
+        lines += [" | ".join(f"{r.get(c, '')!s:>11}" for c in cols) for r in rows]
+        lines.append("")
     fw = result["fitted_weights"]
     lines.append(
         "fitted on all: "

@@ -61,6 +61,8 @@ def add_bench_parser(sub: Any) -> None:
 
             cable_flags.add_read_flags(c)
             cable_flags.add_build_flags(c, with_off=False)
+        else:
+            c.add_argument("--built-only", action="store_true", help="only the questions whose store is in --workdir")
         c.set_defaults(func=_run, bench=name)
 
     c = bsub.add_parser(
@@ -102,6 +104,10 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--budgets", default="500,1000,2000,4000", help="comma-separated token budgets")
     c.add_argument("--limit", type=int, help="only the first N conversations")
     c.add_argument("--workdir", type=Path, help="keep the per-conversation stores here (default: a temp dir)")
+    c.add_argument("--lme", type=Path, help="also fit on this LongMemEval JSON (six folds by index mod 6)")
+    c.add_argument("--lme-workdir", type=Path, help="the LongMemEval question stores (default: --workdir)")
+    c.add_argument("--built-only", action="store_true", help="only the LongMemEval questions whose store exists")
+    c.add_argument("--free", help="fit only these comma-separated features on top of the shipped weights")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="fit")
 
@@ -168,7 +174,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     elif args.bench == "fit":
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
-        result = fit.run(args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log)
+        if args.lme is not None and not args.lme.is_file():
+            raise InputError("no such file", path=str(args.lme))
+        result = fit.run(
+            args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
+            args.lme, args.lme_workdir, args.built_only,
+            [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
+        )  # fmt: skip
         print(fit.table(result))
     else:
         if not args.data.is_file():
@@ -197,7 +209,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         sessions = getattr(args, "sessions", None)
         if sessions is not None and sessions <= 0:
             raise InputError(f"--sessions must be positive, got {sessions}")
-        extra = {"sessions": sessions} if sessions is not None else {}
+        extra: dict[str, Any] = {"sessions": sessions} if sessions is not None else {}
+        if args.bench == "longmemeval":
+            extra["built_only"] = args.built_only
         result = mod.run(
             args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
         )

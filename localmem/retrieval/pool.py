@@ -16,7 +16,9 @@ ignored (position -1), never used as an index.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
 from localmem.storage.vectors import CueMirror, MirrorView, TurnMirror, VectorMirror
+from localmem.util.dates import window
 
 
 @dataclass
@@ -127,7 +130,13 @@ def _neighbourhood(
 
 
 def _features(
-    query: str, tm: TurnMirror, cues: CueMirror, sig: _Signals, anchors: dict[int, float], pool: np.ndarray
+    query: str,
+    tm: TurnMirror,
+    cues: CueMirror,
+    sig: _Signals,
+    anchors: dict[int, float],
+    pool: np.ndarray,
+    as_of: str | None,
 ) -> np.ndarray:
     """The scorer's feature matrix for the pool (see localmem/scorer.py)."""
     pool_ids = tm.ids[pool]
@@ -143,8 +152,9 @@ def _features(
     np.maximum.at(cb, owner, sig.cbs[cue_rows])
     f_cb = cb / max(float(sig.cbs.max()) if len(sig.cbs) else 0.0, 1e-9)
 
-    who = mentioned_speaker(query, sorted({tm.speaker[i] for i in pool}))
-    f_spk = np.array([1.0 if who is not None and tm.speaker[i] == who else 0.0 for i in pool])
+    speakers = [tm.speaker[i] for i in pool]
+    who = mentioned_speaker(query, sorted(set(speakers)))
+    f_spk = np.array([1.0 if who is not None and sp == who else 0.0 for sp in speakers])
 
     r4 = np.zeros(len(tm.ids) + 1)  # last slot stands for "no neighbour"
     for pos, v in anchors.items():
@@ -160,7 +170,74 @@ def _features(
     sbest = np.zeros(len(uniq))
     np.maximum.at(sbest, inv, r4[pool])
     words = tm.line_words[pool]
-    return np.stack([f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words)], axis=1)
+    asst = np.array([1.0 if sp.lower() == "assistant" else 0.0 for sp in speakers])
+    f_aq = asst * (1.0 if asks_assistant(query) else 0.0)
+    ssum = np.zeros(len(uniq))
+    np.add.at(ssum, inv, r4[pool])
+    cent = _session_mean_sims(tm, uniq, sig.tsims)
+    f_sc = cent[inv] - float(cent.max()) if len(cent) else np.zeros(len(pool))
+    f_age = relative_age(tm.ts[pool], as_of)
+    f_win = in_window(tm.ts[pool], window(query, as_of))
+    return np.stack(
+        [
+            f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words),
+            asst, f_aq, np.log1p(ssum[inv]), f_sc, f_age, f_win,
+        ],
+        axis=1,
+    )  # fmt: skip
+
+
+def _session_mean_sims(tm: TurnMirror, sessions: np.ndarray, tsims: np.ndarray) -> np.ndarray:
+    """Mean cosine of the query to the turns of each of ``sessions`` (sorted ids)."""
+    rows = np.nonzero(np.isin(tm.session, sessions))[0]
+    which = np.searchsorted(sessions, tm.session[rows])
+    sums = np.bincount(which, weights=tsims[rows], minlength=len(sessions))
+    counts = np.bincount(which, minlength=len(sessions))
+    out: np.ndarray = sums / np.maximum(counts, 1)
+    return out
+
+
+def relative_age(ts: np.ndarray, as_of: str | None) -> np.ndarray:
+    """How far back each of the pool's turns (times ``ts``) lies: 0 at the question's
+    time (``as_of``, else the newest pool turn), 1 at the oldest pool turn; 0.5 when
+    undated or all at one time."""
+    out = np.full(len(ts), 0.5)
+    have = ts != ""
+    if not have.any():
+        return out
+    stamps = ts[have].astype("datetime64[s]")
+    newest = np.datetime64(as_of, "s") if as_of else stamps.max()
+    ages = ((newest - stamps) / np.timedelta64(1, "D")).astype(np.float64)
+    span = float(ages.max())
+    if span > 0:
+        out[have] = np.clip(ages / span, 0.0, 1.0)
+    return out
+
+
+WINDOW_SLACK_DAYS = 7  # a session tells of its days' events up to a week later
+
+
+def in_window(ts: np.ndarray, span: tuple[date, date] | None) -> np.ndarray:
+    """1 where a turn's time lies in the question's span (or up to a week after it)."""
+    if span is None:
+        return np.zeros(len(ts))
+    lo = span[0].isoformat()
+    hi = (span[1] + timedelta(days=WINDOW_SLACK_DAYS + 1)).isoformat()
+    out: np.ndarray = ((ts != "") & (ts >= lo) & (ts < hi)).astype(np.float64)
+    return out
+
+
+_ASKS_ASSISTANT = re.compile(
+    r"\b(?:our (?:previous|earlier|last|past) (?:conversation|chat|discussion|exchange)"
+    r"|you (?:said|told|mentioned|recommended|suggested|gave|provided|listed|shared|explained)"
+    r"|(?:did|were) you|remind me (?:what|of|which|about|the)|in your (?:previous |earlier )?(?:answer|response|reply))",
+    re.IGNORECASE,
+)
+
+
+def asks_assistant(query: str) -> bool:
+    """True when the query asks about what the assistant said, not the user."""
+    return _ASKS_ASSISTANT.search(query) is not None
 
 
 @dataclass
@@ -198,7 +275,7 @@ def _candidate_pool(store: Store, view: MirrorView, query: str, flt: Filter) -> 
     for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
         reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
-    feats = _features(query, tm, view.cue, sig, anchors, pool)
+    feats = _features(query, tm, view.cue, sig, anchors, pool, flt.as_of)
     return Pool(
         tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
     )

@@ -12,12 +12,23 @@ reconstruct: turn bm25, turn cosine, cue cosine, cue bm25):
   nb2     the same at +-2
   sess    best fused list score among pool turns of t's session
   logw    ln(words of t's context line)
+  asst    1 if t's speaker is "assistant" (LongMemEval-style logs; 0 for named speakers)
+  asst_q  asst, and the query asks what the assistant said ("our previous conversation",
+          "you recommended", "remind me what")
+  ssum    ln(1 + sum of fused list scores of the pool turns of t's session)
+  scent   mean cos(query, turns of t's session) - the best such mean in the pool
+  age     how far back t lies: 0 at the question's time (as_of, else the newest pool
+          turn) .. 1 at the oldest pool turn
+  inwin   1 if t's time lies in the span the query names ("in March", "last Saturday",
+          "in the past two months"; localmem/util/dates.window), or a week after it
 
-The weights are an L2-regularised logistic regression fitted on the LoCoMo dev
-conversations, one row per pool candidate, each row weighted 1 / (evidence turns of its
-question in the pool) to match the mean-of-fractions metric. Leave-one-conversation-out
-validation gave the same recall as the in-sample fit (README, Benchmarks), so these ten
-numbers generalise across conversations rather than encode questions.
+The first nine weights are an L2-regularised logistic regression fitted on the LoCoMo
+dev conversations, one row per pool candidate, each row weighted 1 / (evidence turns of
+its question in the pool) to match the mean-of-fractions metric; leave-one-conversation-
+out validation gave the same recall as the in-sample fit. The other features' weights
+are fitted on top of those (the nine and the intercept held fixed) on LoCoMo dev and
+LongMemEval-S dev together (``localmem bench fit --lme``; docs/benchmarks.md); a feature
+that did not pay on both keeps weight 0.
 """
 
 from __future__ import annotations
@@ -28,7 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FEATURES = ("bm_n", "de_rel", "cd_rel", "cb_n", "spk", "nb1", "nb2", "sess", "logw")
+FEATURES = (
+    "bm_n", "de_rel", "cd_rel", "cb_n", "spk", "nb1", "nb2", "sess", "logw",
+    "asst", "asst_q", "ssum", "scent", "age", "inwin",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,7 @@ class Weights:
     # `localmem bench fit --data locomo_dev.json`, "fitted on all", with span-pooled cue
     # vectors (the default; see README). With separately embedded cues these weights
     # score within 0.3 points of weights fitted for them.
-    coef: tuple[float, ...] = (2.348, 2.43, 2.914, 1.056, 1.55, 1.242, 0.658, 2.91, 0.852)
+    coef: tuple[float, ...] = (2.348, 2.43, 2.914, 1.056, 1.55, 1.242, 0.658, 2.91, 0.852, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     intercept: float = -11.561
 
     def probability(self, feats: np.ndarray) -> np.ndarray:

@@ -115,3 +115,68 @@ def _label(m: re.Match[str], d: date) -> str | None:
     if rel == "next":
         return _day(d + timedelta(days=(target - d.weekday()) % 7 or 7))
     return None  # "this Friday": past or coming, the text does not say
+
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_WINDOW = re.compile(
+    r"\b(?:(?P<past>(?:in )?the (?:past|last) (?P<pn>" + _NUM + r")?\s*(?P<punit>day|week|month|year)s?)"
+    r"|in (?P<month>" + "|".join(_MONTHS) + r")(?: (?P<year>\d{4}))?(?! \d{1,2}\b)"
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+def window(text: str, when: str | None) -> tuple[date, date] | None:
+    """The span of days a question is about, from its first time phrase, as of the ISO
+    time ``when`` it is asked: "last Saturday" is that day, "two weeks ago" that week,
+    "last month" / "in March" that month (the latest March not after ``when``), "in the
+    past two months" the two months up to ``when``. None when the text names no span."""
+    if not when:
+        return None
+    try:
+        ref = datetime.fromisoformat(when).date()
+    except ValueError:
+        return None
+    m = _WINDOW.search(text)
+    if m is not None:
+        if m.group("month"):
+            month = _MONTHS.index(m.group("month").lower()) + 1
+            year = ref.year if month <= ref.month else ref.year - 1
+            year = int(m.group("year")) if m.group("year") else year
+            return date(year, month, 1), _month_end(year, month)
+        raw = (m.group("pn") or "1").lower()
+        n = int(raw) if raw.isdigit() else _NUMBERS[raw]
+        days = {"day": 1, "week": 7, "month": 31, "year": 366}[m.group("punit").lower()] * n
+        return ref - timedelta(days=days), ref
+    for hit in resolve(text, when):
+        span = _span_of(hit.label)
+        if span is not None:
+            return span
+    return None
+
+
+def _month_end(year: int, month: int) -> date:
+    ny, nm = (year + 1, 1) if month == 12 else (year, month + 1)
+    return date(ny, nm, 1) - timedelta(days=1)
+
+
+def _span_of(label: str) -> tuple[date, date] | None:
+    """The days a ``resolve`` label covers."""
+    for prefix, days in (("the week of ", 6), ("the weekend of ", 1)):
+        if label.startswith(prefix):
+            start = datetime.strptime(label[len(prefix) :], "%d %B %Y").date()
+            return start, start + timedelta(days=days)
+    for fmt in ("%d %B %Y", "%B %Y", "%Y"):
+        try:
+            start = datetime.strptime(label, fmt).date()
+        except ValueError:
+            continue
+        if fmt == "%d %B %Y":
+            return start, start
+        if fmt == "%B %Y":
+            return start, _month_end(start.year, start.month)
+        return start, date(start.year, 12, 31)
+    return None
