@@ -56,6 +56,7 @@ def test_pool_features_mark_assistant_turns_and_the_question_window(tmp_path: Pa
         f = {name: pool.feats[:, i].tolist() for i, name in enumerate(FEATURES)}
         assert f["asst"] == [0.0, 1.0, 0.0]
         assert f["asst_q"] == [0.0, 1.0, 0.0]
+        assert f["user_q"] == [1.0, 0.0, 1.0]
         assert f["inwin"] == [1.0, 1.0, 0.0]
         assert f["age"][2] < f["age"][0] == f["age"][1]
         assert max(f["scent"]) == 0.0 and min(f["scent"]) <= 0.0

@@ -171,7 +171,9 @@ def _features(
     np.maximum.at(sbest, inv, r4[pool])
     words = tm.line_words[pool]
     asst = np.array([1.0 if sp.lower() == "assistant" else 0.0 for sp in speakers])
-    f_aq = asst * (1.0 if asks_assistant(query) else 0.0)
+    q_asst = 1.0 if asks_assistant(query) else 0.0
+    f_aq = asst * q_asst
+    f_uq = np.array([q_asst if sp.lower() == "user" else 0.0 for sp in speakers])
     ssum = np.zeros(len(uniq))
     np.add.at(ssum, inv, r4[pool])
     cent = _session_mean_sims(tm, uniq, sig.tsims)
@@ -181,7 +183,7 @@ def _features(
     return np.stack(
         [
             f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words),
-            asst, f_aq, np.log1p(ssum[inv]), f_sc, f_age, f_win,
+            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win,
         ],
         axis=1,
     )  # fmt: skip

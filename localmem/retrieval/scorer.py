@@ -15,6 +15,7 @@ reconstruct: turn bm25, turn cosine, cue cosine, cue bm25):
   asst    1 if t's speaker is "assistant" (LongMemEval-style logs; 0 for named speakers)
   asst_q  asst, and the query asks what the assistant said ("our previous conversation",
           "you recommended", "remind me what")
+  user_q  t's speaker is "user" and the query asks what the assistant said
   ssum    ln(1 + sum of fused list scores of the pool turns of t's session)
   scent   mean cos(query, turns of t's session) - the best such mean in the pool
   age     how far back t lies: 0 at the question's time (as_of, else the newest pool
@@ -41,16 +42,20 @@ import numpy as np
 
 FEATURES = (
     "bm_n", "de_rel", "cd_rel", "cb_n", "spk", "nb1", "nb2", "sess", "logw",
-    "asst", "asst_q", "ssum", "scent", "age", "inwin",
+    "asst", "asst_q", "user_q", "ssum", "scent", "age", "inwin",
 )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Weights:
-    # `localmem bench fit --data locomo_dev.json`, "fitted on all", with span-pooled cue
-    # vectors (the default; see README). With separately embedded cues these weights
-    # score within 0.3 points of weights fitted for them.
-    coef: tuple[float, ...] = (2.348, 2.43, 2.914, 1.056, 1.55, 1.242, 0.658, 2.91, 0.852, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    # The first nine: `localmem bench fit --data locomo_dev.json`, "fitted on all", with
+    # span-pooled cue vectors (the default; see README). asst and asst_q: fitted on top of
+    # them (`bench fit ... --lme longmemeval_s_dev60.json --free asst,asst_q`,
+    # docs/benchmarks.md); user_q, ssum, scent, age and inwin did not pay there and stay 0.
+    coef: tuple[float, ...] = (
+        2.348, 2.43, 2.914, 1.056, 1.55, 1.242, 0.658, 2.91, 0.852,
+        -5.06, 4.31, 0.0, 0.0, 0.0, 0.0, 0.0,
+    )  # fmt: skip
     intercept: float = -11.561
 
     def probability(self, feats: np.ndarray) -> np.ndarray:
