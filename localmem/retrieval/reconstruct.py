@@ -37,10 +37,11 @@ def reconstruct(
     """The context of at most ``budget_tokens`` (default: the configured budget) that
     best answers ``query``, seen as of ``as_of`` and within ``scope`` when given."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
-    pool = candidate_pool(store, query, flt)
-    if pool is None:
-        return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-    return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
+    with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
+        pool = candidate_pool(store, query, flt)
+        if pool is None:
+            return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
+        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
 
 
 def read_args(
