@@ -31,6 +31,7 @@ from localmem.config import CableParams, RetrievalParams, Settings
 from localmem.enrichment.worker import run_topics, run_worker
 from localmem.models.llm import Generation
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.retrieval.scorer import FEATURES
 from localmem.retrieval.trace import trace
 from localmem.storage.store import Store
 from localmem.ui.app import bind, build_app
@@ -242,7 +243,7 @@ def test_trace_is_reconstruct_plus_every_candidate(built: Settings) -> None:
                 == list(range(1, len(ranked) + 1))
                 == list(range(1, t.context.stats["candidates"] + 1))
             )
-            assert all(len(x.features) == 9 for x in ranked)
+            assert all(len(x.features) == len(FEATURES) for x in ranked)
             assert t.used_words <= t.cap_words
             tomas = next(x for x in t.turns if "friend Tomas" in x.text)
             assert tomas.status == "packed" and tomas.reason == "anchor" and tomas.rank == 1
