@@ -103,6 +103,23 @@ class Start:
         return self.until
 
 
+async def _timed_call(c: Any, rep: ClientReport, tool: str, args: dict[str, Any]) -> bool:
+    """One tool call, counted in ``rep``: its latency when it succeeds, its error by kind
+    when it does not. True when the tool succeeded."""
+    t0 = time.perf_counter()
+    rep.calls += 1
+    try:
+        res = await c.call_tool(tool, args)
+    except Exception as exc:
+        rep.errors[_kind(exc)] += 1
+        return False
+    if res.is_error:
+        rep.errors["tool error: " + str(res.content[0])[:60]] += 1
+        return False
+    rep.latencies_ms.append((time.perf_counter() - t0) * 1000)
+    return True
+
+
 async def _writer(dbfile: Path, rep: ClientReport, start: Start, per_call: int) -> None:
     async with _server(dbfile) as c:
         until = await start.ready()
@@ -110,19 +127,9 @@ async def _writer(dbfile: Path, rep: ClientReport, start: Start, per_call: int) 
         while time.monotonic() < until:
             texts = [f"{rep.name} note {i}.{j}: the sky was colour {j} over the harbour." for j in range(per_call)]
             turns = [{"text": t, "speaker": rep.name, "timestamp": "2024-05-01T10:00:00"} for t in texts]
-            t0 = time.perf_counter()
-            rep.calls += 1
-            try:
-                res = await c.call_tool("remember", {"turns": turns, "session": f"{rep.name}-{i}"})
-            except Exception as exc:
-                rep.errors[_kind(exc)] += 1
-            else:
-                if res.is_error:
-                    rep.errors["tool error: " + str(res.content[0])[:60]] += 1
-                else:
-                    rep.latencies_ms.append((time.perf_counter() - t0) * 1000)
-                    rep.accepted += len(texts)
-                    rep.texts.extend(texts)
+            if await _timed_call(c, rep, "remember", {"turns": turns, "session": f"{rep.name}-{i}"}):
+                rep.accepted += len(texts)
+                rep.texts.extend(texts)
             i += 1
 
 
@@ -131,17 +138,7 @@ async def _reader(dbfile: Path, rep: ClientReport, start: Start) -> None:
         until = await start.ready()
         i = 0
         while time.monotonic() < until:
-            t0 = time.perf_counter()
-            rep.calls += 1
-            try:
-                res = await c.call_tool("reconstruct", {"query": QUERIES[i % len(QUERIES)], "budget_tokens": 500})
-            except Exception as exc:
-                rep.errors[_kind(exc)] += 1
-            else:
-                if res.is_error:
-                    rep.errors["tool error: " + str(res.content[0])[:60]] += 1
-                else:
-                    rep.latencies_ms.append((time.perf_counter() - t0) * 1000)
+            await _timed_call(c, rep, "reconstruct", {"query": QUERIES[i % len(QUERIES)], "budget_tokens": 500})
             i += 1
 
 
