@@ -15,6 +15,7 @@ from localmem.bench import cable_probe, extraction, fit, latency, locomo, longme
 from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
+from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.config import Settings
@@ -127,6 +128,7 @@ def add_bench_parser(sub: Any) -> None:
     c.set_defaults(func=_run, bench="latency")
     add_reliability_parsers(bsub)
     add_scale_parsers(bsub)
+    add_import_parser(bsub)
 
 
 def _ints(text: str, what: str) -> list[int]:

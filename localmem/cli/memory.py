@@ -8,10 +8,15 @@ nothing new; the demo uses a throwaway database unless ``--db`` was given.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from localmem.cli.common import Subparsers, open_patient, open_store, print_json, say_waiting
@@ -42,7 +47,17 @@ def add_ingest(sub: Subparsers) -> None:
     c.add_argument(
         "--skip-bad", action="store_true", help="step over bad conversations/lines and report them, instead of refusing"
     )
-    c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress bar)")
+    c.add_argument(
+        "--json", action="store_true", help="print a JSON summary (and no progress, unless --progress-every)"
+    )
+    c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.add_argument(
+        "--progress-every",
+        type=float,
+        metavar="SECONDS",
+        help="progress (turns, rate, ETA) on stderr at this interval, also with --json or when stderr is not a "
+        "terminal (default: redrawn on a terminal; to a log, every 10 s growing to 60 s on long imports)",
+    )
     c.set_defaults(func=cmd_ingest)
 
 
@@ -111,10 +126,27 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("no such file", path=str(args.file))
     fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
     opts = {"question": args.question, "sample": args.sample}
-    with open_patient(settings) as store:
-        plan = runner.plan(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
-        with Progress("ingest", plan.turns, unit="turns", quiet=args.json) as bar:
-            report = runner.run(store, plan, progress=bar.advance)
+    every = getattr(args, "progress_every", None)
+    if every is not None and every <= 0:
+        raise InputError(f"--progress-every must be positive, got {every}")
+    quiet = getattr(args, "quiet", False) or (args.json and every is None)
+    with open_patient(settings) as store, ingest_interrupts():
+        plan = runner.start(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
+        left = plan.stat.size - plan.start.offset
+        if plan.start.index and not quiet:
+            done = 100 * plan.start.offset / max(plan.stat.size, 1)
+            say(f"resuming {args.file} after unit {plan.start.index} ({done:.0f}% of the file already stored)")
+        try:
+            with Progress("checking", left, unit="MB", scale=1e6, quiet=quiet, every=every) as check:
+                runner.check(plan, progress=check.advance)
+        except KeyboardInterrupt:
+            return interrupted(args.file, "while checking the file, before this run stored anything")
+        bar = Progress("ingest", plan.turns, unit="turns", quiet=quiet, every=every)
+        try:
+            with bar:
+                report = runner.run(store, plan, progress=bar.advance)
+        except KeyboardInterrupt:
+            return interrupted(args.file, f"after {bar.done:,} of {plan.turns:,} turns; those are stored")
     if args.json:
         print_json(report.to_dict())
     else:
@@ -122,6 +154,33 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         for err in report.errors:
             print(f"  skipped bad unit: {err['error']}", file=sys.stderr)
     return 0
+
+
+def interrupted(path: Path, when: str) -> int:
+    say(f"interrupted {when}. Run the same command again to continue where it stopped: localmem ingest {path}")
+    return 130
+
+
+def say(text: str) -> None:
+    print(f"localmem: {text}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def ingest_interrupts() -> Iterator[None]:
+    """SIGTERM ends an ingest as Ctrl-C does (the batch in progress rolls back, the resume
+    point stays), instead of killing it without a word."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,6 +1,6 @@
 """Ingest one file: check it, then write it in batches with a resume point.
 
-``plan`` reads the file once without writing (from the resume point, if there is a
+``plan`` (``start``: format, fingerprint and resume point; then ``check``) reads the file once without writing (from the resume point, if there is a
 valid one): it counts the turns for the progress bar and finds bad units, so that a
 bad file is refused before anything of it is stored (with ``skip_bad``, its bad units
 are stepped over instead and reported); a file read from its start that yields no turn
@@ -52,6 +52,7 @@ class Plan:
     turns: int = 0
     units: int = 0
     bad: dict[int, InputError] = field(default_factory=dict)
+    named_format: str | None = None  # the format the caller asked for (None: detected)
 
     @property
     def options_key(self) -> str:
@@ -106,27 +107,52 @@ class Report:
         return text + f", in {self.seconds:.2f} s"
 
 
-def plan(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = False, **options: Any) -> Plan:
+def plan(
+    store: Store,
+    path: Path,
+    fmt: str | None = None,
+    *,
+    skip_bad: bool = False,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> Plan:
+    """Where to start in the file and what it holds from there: ``start`` then ``check``."""
+    return check(start(store, path, fmt, skip_bad=skip_bad, **options), progress=progress)
+
+
+def start(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = False, **options: Any) -> Plan:
+    """A plan that has not read the file yet: its format, fingerprint and resume point."""
     if not path.is_file():
         raise InputError("no such file", path=str(path))
     name = fmt or detect(path)
     opts = {k: v for k, v in options.items() if v is not None}
     st = state.stat(path)
-    p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad)
+    p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad, named_format=fmt)
     prev = state.get(store.conn, path, name, p.options_key)
     if prev is not None and (not prev.complete or prev.stat.fingerprint != st.fingerprint):
         p.start = state.resume_point(prev, path, st) or Cursor()
+    return p
+
+
+def check(p: Plan, *, progress: Callable[[int], None] | None = None) -> Plan:
+    """Read the file from ``p.start`` without writing: count turns and units, find bad
+    units (raised unless ``skip_bad``). ``progress`` is given the bytes read since its
+    previous call, a unit at a time."""
     skipped: Counter[str] = Counter()
-    for u in units(path, name, p.start, **opts):
+    at = p.start.offset
+    for u in units(p.path, p.format, p.start, **p.options):
+        if progress is not None and u.after.offset > at:
+            progress(u.after.offset - at)
+            at = u.after.offset
         p.units += 1
         if u.error is not None:
-            if not skip_bad:
+            if not p.skip_bad:
                 raise u.error
             p.bad[u.index] = u.error
         p.turns += u.turns
         skipped.update(u.skipped)
     if p.turns == 0 and not p.bad and p.start == Cursor():
-        raise InputError(_no_turns(path, name, fmt, skipped), path=str(path))
+        raise InputError(_no_turns(p.path, p.format, p.named_format, skipped), path=str(p.path))
     return p
 
 

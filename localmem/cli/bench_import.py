@@ -1,0 +1,66 @@
+"""``localmem bench import``: a big ChatGPT export (generated) imported by the real
+``localmem ingest`` in a subprocess, killed part-way and resumed; time, turns/s, peak
+RSS and the resume check. The table goes to stdout; ``--json`` adds the result as one
+JSON line (the last line). Exit 1 when a check fails (turns missing or stored twice,
+or no resume)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from localmem.bench import import_bench
+from localmem.config import Settings
+from localmem.errors import InputError
+
+
+def add_import_parser(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "import",
+        help="import a generated ChatGPT export of N messages with the real CLI: time, RSS, resume after SIGKILL",
+        description="Write a realistic ChatGPT conversations.json of N messages (streamed; see docs/benchmarks.md"
+        "#big-export-import), import it with `localmem ingest` in a subprocess, kill it with SIGKILL part-way, "
+        "import again, and check that it resumed and stored every turn once.",
+    )
+    c.add_argument("--messages", type=int, default=100_000, help="messages in the export (default 100000)")
+    c.add_argument(
+        "--kill-at",
+        type=float,
+        default=0.5,
+        help="SIGKILL the importer once this share of the turns is stored, then resume (0: one uninterrupted "
+        "import; default 0.5)",
+    )
+    c.add_argument("--seed", type=int, default=0, help="seed of the generated export (default 0)")
+    c.add_argument(
+        "--progress-every", type=float, default=30.0, help="seconds between the importer's progress lines (default 30)"
+    )
+    c.add_argument("--workdir", type=Path, help="keep the export and the store here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run_import)
+
+
+def _run_import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.messages < 1:
+        raise InputError(f"--messages must be 1 or more, got {args.messages}")
+    if not 0 <= args.kill_at < 1:
+        raise InputError(f"--kill-at must be at least 0 and below 1, got {args.kill_at}")
+    if args.progress_every <= 0:
+        raise InputError(f"--progress-every must be positive, got {args.progress_every}")
+    workdir: Path = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-import-"))
+    result = import_bench.run(
+        args.messages,
+        workdir,
+        kill_at=args.kill_at,
+        seed=args.seed,
+        importer=[sys.executable, "-m", "localmem.cli", "--embedder", settings.embedder],
+        progress_every=args.progress_every,
+        log=lambda msg: print(f"[bench import] {msg}", file=sys.stderr, flush=True),
+    )
+    print(import_bench.table(result))
+    if args.json:
+        print(json.dumps(result))
+    return 0 if result["ok"] else 1
