@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
@@ -136,7 +137,8 @@ class Synth:
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
-    out: np.ndarray = m / np.linalg.norm(m, axis=-1, keepdims=True)
+    norms = np.sqrt(np.einsum("...i,...i->...", m, m))[..., None]  # 40x faster than linalg.norm on float32 rows
+    out: np.ndarray = m / norms
     return out
 
 
@@ -171,23 +173,30 @@ def build(
     Store(path, embedder=embedder, settings=settings).close()  # schema, vec0 tables, embedder binding
     synth = Synth(embedder.dim, seed, cues_per_turn)
     conn = db.connect(path)
-    conn.execute("PRAGMA synchronous = OFF")  # this connection only: a bench build, rebuilt if torn
+    # This connection only: a bench build is rebuilt if torn (no fsync), its ids are made
+    # consistent here (no foreign-key lookup per row), and a big page cache keeps the
+    # indexes' hot pages in memory.
+    for pragma in ("synchronous = OFF", "foreign_keys = OFF", "cache_size = -262144"):
+        conn.execute(f"PRAGMA {pragma}")
     ids = _Ids()
     batch: list[tuple[SessionIn, np.ndarray]] = []
     pending = 0
+    # One BLAS thread: the semantic edges are many small products, which OpenBLAS's
+    # threads make ~10x slower on a loaded machine (12.5 s vs 1.2 s a chunk, measured).
     try:
-        for sess, topics in synth.sessions(n_turns):
-            batch.append((sess, topics))
-            pending += len(sess.turns)
-            if pending >= CHUNK_TURNS:
+        with threadpool_limits(limits=1):
+            for sess, topics in synth.sessions(n_turns):
+                batch.append((sess, topics))
+                pending += len(sess.turns)
+                if pending >= CHUNK_TURNS:
+                    _write_chunk(conn, synth, batch, ids, settings)
+                    log(f"{n_turns}: {ids.turn} turns, {ids.cue} cues ({time.perf_counter() - t0:.0f} s)")
+                    batch, pending = [], 0
+            if batch:
                 _write_chunk(conn, synth, batch, ids, settings)
-                log(f"{n_turns}: {ids.turn} turns, {ids.cue} cues ({time.perf_counter() - t0:.0f} s)")
-                batch, pending = [], 0
-        if batch:
-            _write_chunk(conn, synth, batch, ids, settings)
-        with db.transaction(conn):
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('bench_synthetic', ?)", (recipe,))
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with db.transaction(conn):
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('bench_synthetic', ?)", (recipe,))
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
     return time.perf_counter() - t0
