@@ -47,6 +47,11 @@ class RetrievalParams:
     # lexical lists: little bm25 weight, most of the FTS5 time. 1.0 keeps every term.
     # LoCoMo recall at 0.1: 78.7/85.3/90.7/94.1 vs 78.3/85.2/90.5/94.5 with every term.
     common_term_share: float = 0.1
+    # Bounded lexical work per query whatever the store's size: terms are ranked rarest
+    # first while their matches add up to at most this many rows per FTS table (FTS5
+    # scores each match, ~2 us); terms past it leave the lists. 0: no bound. Above any
+    # LoCoMo conversation's size, so its recall is unchanged (docs/benchmarks.md#scale).
+    lexical_max_rows: int = 5000
     # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
     # statement cues (ranked lists and the scorer's cue features, which were fitted
     # without them); "fill" = the turns their best matches point at join the pool and
@@ -154,6 +159,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "retrieval.candidates": (1, None),
     "retrieval.rrf_k": (0, None),
     "retrieval.common_term_share": (0, 1),
+    "retrieval.lexical_max_rows": (0, None),
     "retrieval.cable_tau": (0, 1),
     "retrieval.cable_theta": (0, None),  # above 1: no novelty filter (cosines reach 1 + rounding)
     "retrieval.cable_budget": (0, None),

@@ -98,7 +98,10 @@ def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, o
     # Under a filter the best matches may all be invisible: then rank every match.
     share = store.params.common_term_share
     common = (share, len(mirror.ids)) if share < 1.0 else None
-    ids, scores = queries.lexical(store.conn, table, query, limit=1000 if ok.all() else -1, common=common)
+    limit = 1000 if ok.all() else -1  # -1 ranks every match, at most lexical_max_rows of them
+    ids, scores = queries.lexical(
+        store.conn, table, query, limit, common=common, max_rows=store.params.lexical_max_rows
+    )
     out = np.zeros(len(mirror.ids))
     pos = mirror.index_of(ids)
     keep = _at(ok, pos) & (scores > 0)

@@ -157,7 +157,13 @@ class TurnRow:
 
 
 def lexical(
-    conn: Conn, table: str, query: str, limit: int = 1000, *, common: tuple[float, int] | None = None
+    conn: Conn,
+    table: str,
+    query: str,
+    limit: int = 1000,
+    *,
+    common: tuple[float, int] | None = None,
+    max_rows: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The best ``limit`` matches (-1: all) of an FTS table with their bm25: (rowids, scores).
 
@@ -165,17 +171,20 @@ def lexical(
     too (rows past ``limit`` score 0, as weak matches nearly do). FTS5 scores every match
     for ``ORDER BY bm25`` anyway (2.4 ms for 2.3k matches vs 1.2 ms for the top 30 at
     10k turns); per-row lookups with ``rowid IN (...)`` re-ran the query per row (86 ms
-    for a 300-turn pool)."""
+    for a 300-turn pool).
+
+    ``common`` = (share, rows): terms in more than that share of the rows are left out
+    (:func:`choose_terms`). ``max_rows`` > 0 bounds the work whatever the store's size:
+    the rarest terms are kept while their matches add up to at most ``max_rows``, so
+    FTS5 scores at most that many rows, with or without ``limit`` (-1 under a filter)."""
     if table not in FTS_TABLES:
         raise ValueError(f"not an FTS table: {table}")
-    match = fts_query(query, STOPWORDS)
-    if match and common is not None:
-        match = _drop_common(conn, table, match, *common)
-    if not match:
+    terms = choose_terms(conn, table, fts_query(query, STOPWORDS), common, max_rows)
+    if not terms:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     rows = conn.execute(
         f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
-        (match, limit),
+        (" OR ".join(terms), limit),
     ).fetchall()
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -183,17 +192,38 @@ def lexical(
     return np.array(ids, dtype=np.int64), np.array(scores, dtype=np.float64)
 
 
-def _drop_common(conn: Conn, table: str, match: str, share: float, rows: int) -> str:
-    """Leave out query terms found in more than ``share`` of ``rows`` documents (unless
-    that would leave none). Their bm25 weight is small, but FTS5 scores every document
-    they match: on 10k synthetic turns, dropping terms in >10% of turns took ranking
-    from 5.6 ms to 0.7 ms (+0.6 ms for these counts)."""
-    terms = match.split(" OR ")
-    if len(terms) < 2:
-        return match
-    cap = share * rows
-    kept = [t for t in terms if conn.one(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (t,))[0] <= cap]
-    return " OR ".join(kept) if kept else match
+def choose_terms(conn: Conn, table: str, match: str, common: tuple[float, int] | None, max_rows: int) -> list[str]:
+    """The OR-ed terms of ``match`` worth ranking, in query order.
+
+    The common-term rule: leave out terms found in more than ``share`` of ``rows``
+    documents (unless that would leave none). Their bm25 weight is small, but FTS5 scores
+    every document they match: on 10k synthetic turns, dropping terms in >10% of turns
+    took ranking from 5.6 ms to 0.7 ms (+0.6 ms for these counts).
+
+    The row bound (``max_rows`` > 0): a share grows with the store (10% of 1M turns is
+    100k rows, ~4 us each to score), so the remaining terms are taken rarest first while
+    their document counts add up to at most ``max_rows``; terms past it are left out, all
+    of them if even the rarest matches more rows. Each count stops at ``max_rows`` + 1
+    rows, so no step of a query reads more than ``max_rows`` rows per term."""
+    terms = match.split(" OR ") if match else []
+    if not terms or (max_rows <= 0 and (common is None or len(terms) < 2)):
+        return terms
+    probe = max_rows + 1 if max_rows > 0 else -1
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    df = {t: int(conn.one(sql, (t, probe))[0]) for t in terms}
+    if common is not None:
+        share, rows = common
+        rare = [t for t in terms if df[t] <= share * rows]
+        terms = rare or terms
+    if max_rows > 0:
+        kept, total = set(), 0
+        for t in sorted(terms, key=lambda t: df[t]):
+            if total + df[t] > max_rows:
+                break
+            kept.add(t)
+            total += df[t]
+        terms = [t for t in terms if t in kept]
+    return terms
 
 
 def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:
