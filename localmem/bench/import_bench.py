@@ -33,7 +33,8 @@ from localmem.bench.bigexport import GENERATOR, ExportStats, write_export
 from localmem.ingest.runner import BATCH_TURNS
 
 Log = Callable[[str], None]
-_LINE = re.compile(r"^ingest: ([\d,]+)/([\d,]+) turns .*?(?:ETA (\d+):(\d\d):(\d\d))?$")
+_LINE = re.compile(r"^ingest: ([\d,]+)/([\d,]+) turns \([\d.]+%\), ([\d,.]+) turns/s.*?(?:ETA (\d+):(\d\d):(\d\d))?$")
+_RESUMING = re.compile(r"resuming .* after unit (\d+) ")
 
 
 @dataclass
@@ -41,9 +42,11 @@ class ImportRun:
     seconds: float = 0.0
     exit: int = 0
     killed: bool = False
+    stopped: bool = False  # interrupted (SIGINT) at the time limit: the import is incomplete
     rss_mb: float = 0.0
     summary: dict[str, Any] = field(default_factory=dict)
-    progress: list[tuple[float, int, int, float | None]] = field(default_factory=list)  # t, done, total, eta
+    progress: list[tuple[float, int, int, float, int | None]] = field(default_factory=list)  # t, done, total, rate, eta
+    resumed_at_unit: int | None = None
     stderr: list[str] = field(default_factory=list)
 
 
@@ -72,10 +75,13 @@ def run(
     seed: int = 0,
     importer: Sequence[str] | None = None,
     progress_every: float = 30.0,
+    time_limit: float | None = None,
     log: Log = lambda msg: print(msg, file=sys.stderr),
 ) -> dict[str, Any]:
     """See the module docstring. ``importer``: the command that is ``localmem`` (default:
-    this interpreter with ``-m localmem.cli``)."""
+    this interpreter with ``-m localmem.cli``). ``time_limit``: seconds of importing after
+    which the importer is stopped with SIGINT (as Ctrl-C) and the result is partial, with
+    the rate and the ETA the importer showed last."""
     workdir.mkdir(parents=True, exist_ok=True)
     stats, gen_s = export(workdir, messages, seed, log)
     db = workdir / "import.db"
@@ -88,15 +94,19 @@ def run(
     if kill_at > 0:
         target = max(1, int(stats.turns * kill_at))
         log(f"importing; SIGKILL once {target:,} of {stats.turns:,} turns are stored")
-        runs.append(_import(cmd, log, kill_when=lambda: _turns(db) >= target))
+        runs.append(_import(cmd, log, kill_when=lambda: _turns(db) >= target, time_limit=time_limit))
         log(f"killed after {runs[0].seconds:.1f} s with {_turns(db):,} turns stored; importing again")
     at_kill = _turns(db)
-    runs.append(_import(cmd, log))
+    if not runs or not runs[0].stopped:
+        left = None if time_limit is None else max(time_limit - sum(r.seconds for r in runs), 1.0)
+        runs.append(_import(cmd, log, time_limit=left))
     load.append(os.getloadavg()[0])
     return _result(stats, gen_s, db, runs, at_kill, load)
 
 
-def _import(cmd: list[str], log: Log, kill_when: Callable[[], bool] | None = None) -> ImportRun:
+def _import(
+    cmd: list[str], log: Log, kill_when: Callable[[], bool] | None = None, time_limit: float | None = None
+) -> ImportRun:
     run = ImportRun()
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -110,13 +120,17 @@ def _import(cmd: list[str], log: Log, kill_when: Callable[[], bool] | None = Non
         if kill_when is not None and not run.killed and kill_when():
             os.kill(proc.pid, signal.SIGKILL)
             run.killed = True
+        elif time_limit is not None and not run.stopped and time.monotonic() - t0 > time_limit:
+            log(f"time limit of {time_limit:.0f} s reached: stopping the import as Ctrl-C would")
+            os.kill(proc.pid, signal.SIGINT)
+            run.stopped = True
         time.sleep(0.25)
     run.seconds = time.monotonic() - t0
     proc.returncode = run.exit = os.waitstatus_to_exitcode(status)
     run.rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
     out = proc.stdout.read()
     reader.join(timeout=10)
-    if not run.killed:
+    if not run.killed and not run.stopped:
         if run.exit != 0:
             raise RuntimeError(f"the import failed (exit {run.exit}): {''.join(run.stderr[-5:])}")
         run.summary = json.loads(out.strip().splitlines()[-1])
@@ -127,11 +141,12 @@ def _read_stderr(stream: Any, run: ImportRun, t0: float, log: Log) -> None:
     for line in stream:
         run.stderr.append(line)
         log("  " + line.rstrip())
-        m = _LINE.match(line.strip())
-        if m:
-            eta = None if m.group(3) is None else int(m.group(3)) * 3600 + int(m.group(4)) * 60 + int(m.group(5))
+        if m := _RESUMING.search(line):
+            run.resumed_at_unit = int(m.group(1))
+        if m := _LINE.match(line.strip()):
+            eta = None if m.group(4) is None else int(m.group(4)) * 3600 + int(m.group(5)) * 60 + int(m.group(6))
             done, total = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
-            run.progress.append((time.monotonic() - t0, done, total, eta))
+            run.progress.append((time.monotonic() - t0, done, total, float(m.group(3).replace(",", "")), eta))
 
 
 def _turns(db: Path) -> int:
@@ -162,7 +177,9 @@ def _stored(db: Path) -> tuple[int, int]:
 
 def _eta_check(run: ImportRun) -> dict[str, Any] | None:
     """The ETA shown once 10% of the run's turns were done, against the time it took."""
-    for t, done, total, eta in run.progress:
+    if run.stopped:
+        return None
+    for t, done, total, _rate, eta in run.progress:
         if total and done >= 0.1 * total and eta is not None:
             return {
                 "at_s": round(t, 1),
@@ -196,20 +213,26 @@ def _result(
         "max_progress_gap_s": round(max(gaps), 1) if gaps else None,
         "eta_check": _eta_check(last),
         "load_avg_1m": [round(x, 2) for x in load],
-        "ok": stored == stats.turns and dupes == 0,
+        "complete": not last.stopped,
+        "ok": dupes == 0 and (stored == stats.turns if not last.stopped else stored < stats.turns),
     }
+    if last.stopped and last.progress:
+        _t, _done, _total, rate, eta = last.progress[-1]
+        result["last_rate_turns_per_s"] = rate  # the importer's own figure over its last two minutes
+        result["projected_s"] = round(seconds + eta) if eta is not None else None
     if len(runs) == 2:
         first = runs[0]
-        reread = int(last.summary.get("already_present", 0))
-        resumed = last.summary.get("resumed_at_unit")
+        reread = None if last.stopped else int(last.summary.get("already_present", 0))
+        resumed = last.resumed_at_unit if last.stopped else last.summary.get("resumed_at_unit")
+        new = stored - at_kill if last.stopped else int(last.summary.get("new", 0))
         result["resume"] = {
             "killed_after_s": round(first.seconds, 1),
             "turns_at_kill": at_kill,
             "resumed_at_unit": resumed,
             "turns_read_again": reread,
-            "new_turns": int(last.summary.get("new", 0)),
+            "new_turns": new,
             "second_run_s": round(last.seconds, 1),
-            "ok": bool(resumed) and reread <= 2 * BATCH_TURNS and at_kill + int(last.summary.get("new", 0)) == stored,
+            "ok": bool(resumed) and (reread or 0) <= 2 * BATCH_TURNS and at_kill + new == stored,
         }
         result["ok"] = result["ok"] and result["resume"]["ok"]
     return result
@@ -220,6 +243,15 @@ def table(r: dict[str, Any]) -> str:
         ("messages / conversations", f"{r['messages']:,} / {r['conversations']:,} ({r['file_mb']} MB)"),
         ("turns stored / expected", f"{r['turns_stored']:,} / {r['turns_expected']:,}, {r['duplicates']} duplicated"),
         ("import seconds", f"{r['seconds']:,.1f} ({r['turns_per_s']} turns/s)"),
+    ]
+    if not r["complete"]:
+        rows.append(
+            (
+                "stopped at the time limit",
+                f"last rate {r.get('last_rate_turns_per_s')} turns/s, projected total {r.get('projected_s')} s",
+            )
+        )
+    rows += [
         ("importer peak RSS", f"{r['peak_rss_mb']} MB"),
         ("progress lines", f"{r['progress_lines']} (longest gap {r['max_progress_gap_s']} s)"),
     ]

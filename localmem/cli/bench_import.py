@@ -2,7 +2,7 @@
 ``localmem ingest`` in a subprocess, killed part-way and resumed; time, turns/s, peak
 RSS and the resume check. The table goes to stdout; ``--json`` adds the result as one
 JSON line (the last line). Exit 1 when a check fails (turns missing or stored twice,
-or no resume)."""
+or no resume); an import stopped at ``--time-limit`` is reported as incomplete."""
 
 from __future__ import annotations
 
@@ -38,6 +38,13 @@ def add_import_parser(bsub: Any) -> None:
     c.add_argument(
         "--progress-every", type=float, default=30.0, help="seconds between the importer's progress lines (default 30)"
     )
+    c.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="stop the import (as Ctrl-C) after this many seconds of importing and report what it reached, with "
+        "its last rate and ETA (default: no limit)",
+    )
     c.add_argument("--workdir", type=Path, help="keep the export and the store here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_import)
@@ -50,6 +57,8 @@ def _run_import(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--kill-at must be at least 0 and below 1, got {args.kill_at}")
     if args.progress_every <= 0:
         raise InputError(f"--progress-every must be positive, got {args.progress_every}")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise InputError(f"--time-limit must be positive, got {args.time_limit}")
     workdir: Path = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-import-"))
     result = import_bench.run(
         args.messages,
@@ -58,6 +67,7 @@ def _run_import(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         importer=[sys.executable, "-m", "localmem.cli", "--embedder", settings.embedder],
         progress_every=args.progress_every,
+        time_limit=args.time_limit,
         log=lambda msg: print(f"[bench import] {msg}", file=sys.stderr, flush=True),
     )
     print(import_bench.table(result))
