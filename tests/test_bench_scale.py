@@ -115,6 +115,14 @@ def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
     assert "error" not in row, row
     assert row["turns"] == 2000 and 0 < row["p50_ms"] <= row["p95_ms"]
     assert row["rss_mb"] > row["mirror_mb"] > 0 and row["db_mb"] > 0 and row["build_s"] > 0
+    # memory split: private + file-backed pages make up the resident set; idle = after the first query
+    assert 0 < row["idle_mb"] <= row["rss_mb"] and row["anon_mb"] > 0 and row["file_mb"] > 0
+    assert row["anon_mb"] + row["file_mb"] <= row["rss_mb"] + 1
+    # every stage of a query was timed, and the stages make up most of it
+    stages = row["stages_ms"]
+    assert set(stages) == set(scale.STAGES) and min(stages.values()) >= 0 and stages["embed"] > 0
+    assert 0.5 * row["p50_ms"] < sum(stages.values()) < 1.5 * row["p95_ms"]
+    assert "median ms per query by stage" in proc.stdout
 
 
 def test_bench_ingest_prints_its_table(tmp_path: Path) -> None:

@@ -4,9 +4,21 @@ Per size: build a synthetic store fast (``localmem/bench/synthetic.py``: bulk SQ
 model), then start a FRESH process that opens it the way every entry point does, loads
 the real query embedder, answers one query (which loads the vector mirrors: ``load_s``)
 and then ``queries`` more with ``reconstruct(store, q, 2000)``, timed with the query
-embedding included. That process reports its peak resident memory (``VmHWM``), so
-``rss_mb`` is what one MCP server or ``localmem query`` holds after serving queries on a
-store of that size, and ``mirror_mb`` how much of it the float32 vector mirrors are.
+embedding included. That process reports its memory from ``/proc/self/status``:
+``rss_mb`` its peak (``VmHWM``): what one MCP server or ``localmem query`` holds after
+serving queries; ``idle_mb`` its resident set after opening the store and answering the
+first query, before the timed ones (an idle server); ``anon_mb`` / ``file_mb`` its
+private memory (``RssAnon``: heap, arrays, the model's tensors) and its file-backed
+pages (``RssFile``: mapped files, shared with every process mapping the same file)
+after the timed queries. With several processes on one store, ``anon_mb`` is what each
+adds. ``mirror_mb`` is what the in-memory vector mirrors take of it.
+
+Each query's time is split by stage (medians, ms): ``embed`` the query embedding,
+``lexical`` the FTS5 rankings, ``dense`` the rest of the ranked lists (vector search),
+``features`` the scorer's inputs for the pool, ``pool`` the rest of the candidate pool
+(mirror sync, neighbourhood), ``pack`` scoring, packing, CABLE and rows. The stages are
+timed by wrapping the read path's functions in the query process (:class:`Stages`);
+a function that is not there (renamed) leaves its stage out.
 """
 
 from __future__ import annotations
@@ -29,11 +41,28 @@ from localmem.bench import synthetic
 from localmem.config import Settings, load_settings
 from localmem.models.embedding import Embedder
 from localmem.models.registry import default_embedder
+from localmem.retrieval import pool as pool_mod
+from localmem.retrieval import reconstruct as reconstruct_mod
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import db
+from localmem.storage import queries as queries_mod
 from localmem.storage.store import Store
 
-COLUMNS = ["turns", "cues", "p50_ms", "p95_ms", "load_s", "rss_mb", "mirror_mb", "db_mb", "build_s"]
+COLUMNS = [
+    "turns",
+    "cues",
+    "p50_ms",
+    "p95_ms",
+    "load_s",
+    "rss_mb",
+    "idle_mb",
+    "anon_mb",
+    "file_mb",
+    "mirror_mb",
+    "db_mb",
+    "build_s",
+]
+STAGES = ["embed", "lexical", "dense", "features", "pool", "pack"]
 
 
 def queries_for(path: Path, n: int, seed: int = 11) -> list[str]:
@@ -55,43 +84,117 @@ def queries_for(path: Path, n: int, seed: int = 11) -> list[str]:
 
 def serve(path: Path, queries: list[str], budget: int, memory_cap_mb: int = 0) -> dict[str, Any]:
     """Open the store at ``path`` as a fresh process would and answer ``queries``; timings
-    and this process's peak memory. Run in a child process (``_child``)."""
+    and this process's memory. Run in a child process (``_child``)."""
     if memory_cap_mb:  # a failed allocation rather than the kernel's OOM killer on a shared machine
         cap = memory_cap_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     settings = load_settings(db=path)
     embedder = default_embedder(settings.embedder)
     with Store(path, embedder=embedder, settings=settings) as store:
+        stages = Stages(store)
         t0 = time.perf_counter()
         reconstruct(store, queries[0], budget)  # loads the mirrors and the model
         load_s = time.perf_counter() - t0
+        idle = _status_mb()
         times = []
+        stages.reset()
         for q in queries[1:]:
             t1 = time.perf_counter()
             reconstruct(store, q, budget)
             times.append(1000 * (time.perf_counter() - t1))
+            stages.next_query()
         view = store.mirrors()
-        mirror = sum(
-            v.nbytes for m in (view.turn, view.cue) for v in vars(m).values() if isinstance(v, np.ndarray)
-        ) + int(view.cue_pos.nbytes)
+        nbytes = getattr(view, "nbytes", None)
+        mirror = int(nbytes()) if callable(nbytes) else sum(a.nbytes for a in _arrays(view))
         times.sort()
+        after = _status_mb()
         return {
             "p50_ms": round(statistics.median(times), 1),
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
             "load_s": round(load_s, 1),
-            "rss_mb": round(_peak_rss_mb(), 0),
-            "mirror_mb": round(mirror / 2**20, 0),
+            "rss_mb": round(after.get("VmHWM", _peak_rss_mb())),
+            "idle_mb": round(idle.get("VmRSS", 0)),
+            "anon_mb": round(after.get("RssAnon", 0)),
+            "file_mb": round(after.get("RssFile", 0)),
+            "mirror_mb": round(mirror / 2**20, 1),
             "queries": len(times),
+            "stages_ms": stages.medians(),
         }
 
 
-def _peak_rss_mb() -> float:
+def _arrays(obj: object, depth: int = 0) -> list[np.ndarray]:
+    """The numpy arrays an object holds (in its attributes, down to three levels)."""
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if depth > 2 or not hasattr(obj, "__dict__"):
+        return []
+    return [a for v in vars(obj).values() for a in _arrays(v, depth + 1)]
+
+
+class Stages:
+    """Per-query time of the read path's stages, by wrapping its functions in this
+    process: ``store.embedder.embed``, ``queries.lexical``, ``pool._signals`` (embed,
+    lexical and dense lists), ``pool._features``, ``reconstruct.candidate_pool`` and
+    ``reconstruct.assemble``. A stage's time is its function's less the stages inside."""
+
+    def __init__(self, store: Store) -> None:
+        self.now: dict[str, float] = {}
+        self.per_query: list[dict[str, float]] = []
+        self._wrap(store.embedder, "embed", "embed")
+        self._wrap(queries_mod, "lexical", "lexical")
+        self._wrap(pool_mod, "_signals", "signals")
+        self._wrap(pool_mod, "_features", "features")
+        self._wrap(reconstruct_mod, "candidate_pool", "pool_all")
+        self._wrap(reconstruct_mod, "assemble", "pack")
+
+    def _wrap(self, owner: object, name: str, stage: str) -> None:
+        fn = getattr(owner, name, None)
+        if not callable(fn):
+            return
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.now[stage] = self.now.get(stage, 0.0) + 1000 * (time.perf_counter() - t)
+
+        setattr(owner, name, timed)
+
+    def reset(self) -> None:
+        self.now, self.per_query = {}, []
+
+    def next_query(self) -> None:
+        n = self.now
+        out = {"embed": n.get("embed", 0.0), "lexical": n.get("lexical", 0.0), "features": n.get("features", 0.0)}
+        if "signals" in n:
+            out["dense"] = n["signals"] - out["embed"] - out["lexical"]
+        if "pool_all" in n:
+            out["pool"] = n["pool_all"] - n.get("signals", out["embed"] + out["lexical"]) - out["features"]
+        if "pack" in n:
+            out["pack"] = n["pack"]
+        self.per_query.append(out)
+        self.now = {}
+
+    def medians(self) -> dict[str, float]:
+        keys = [k for k in STAGES if self.per_query and all(k in q for q in self.per_query)]
+        return {k: round(statistics.median(q[k] for q in self.per_query), 1) for k in keys}
+
+
+def _status_mb() -> dict[str, float]:
+    """This process's memory lines of ``/proc/self/status`` in MiB (empty off Linux)."""
+    out = {}
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = int(rest.split()[0]) / 1024
     except OSError:
         pass
+    return out
+
+
+def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
@@ -153,7 +256,8 @@ def run(
 def table(result: dict[str, Any]) -> str:
     lines = [
         f"scale ({result['embedder']}; synthetic {result['generator']} stores; reconstruct at {result['budget']} "
-        f"tokens, query embedding included; {result['queries']} queries in a fresh process; rss = its peak)",
+        f"tokens, query embedding included; {result['queries']} queries in a fresh process; rss = its peak, "
+        "idle = after the first query, anon/file = private / file-backed after the queries)",
         " | ".join(f"{c:>9}" for c in COLUMNS),
         "-" * (12 * len(COLUMNS)),
     ]
@@ -161,4 +265,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append(" | ".join(f"{r.get(c, '-')!s:>9}" for c in COLUMNS))
         if "error" in r:
             lines.append(f"  {r['turns']}: {r['error']}")
+    lines += ["", "median ms per query by stage", " | ".join(f"{c:>9}" for c in ["turns", *STAGES])]
+    for r in result["rows"]:
+        st = r.get("stages_ms", {})
+        lines.append(" | ".join(f"{v!s:>9}" for v in [r["turns"], *(st.get(k, "-") for k in STAGES)]))
     return "\n".join(lines)
