@@ -126,13 +126,13 @@ def test_a_big_batch_is_written_in_short_transactions(store: Store, tmp_path: Pa
     p = tmp_path / "long.jsonl"
     p.write_text("".join(line(f"Turn {i} " + "words " * 15_000) for i in range(10)), "utf-8")  # 90,000+ chars each
     calls: list[int] = []
-    write = store.write_sessions
+    commit = store._commit  # one write transaction
 
-    def counted(sessions, progress=None):  # type: ignore[no-untyped-def]
-        calls.append(sum(len(t.text) for s in sessions for t in s.turns))
-        return write(sessions, progress)
+    def counted(staged, vectors):  # type: ignore[no-untyped-def]
+        calls.append(sum(len(t.text) for s, _ in staged.sessions for t in s.turns))
+        return commit(staged, vectors)
 
-    store.write_sessions = counted  # type: ignore[method-assign]
+    store._commit = counted  # type: ignore[method-assign]
     report = runner.ingest_file(store, p)
     assert report.new == 10 and len(calls) >= 4 and max(calls) <= runner.BATCH_CHARS
 

@@ -27,8 +27,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from localmem.errors import InputError
 from localmem.ingest import detect, state, units
@@ -37,6 +38,7 @@ from localmem.ingest._units import merge
 from localmem.records import SessionIn
 from localmem.storage.store import Store
 
+M = TypeVar("M")
 BATCH_TURNS = 256
 BATCH_CHARS = 250_000  # of turn text per write transaction (~0.1-0.3 s of cue, FTS and vector inserts)
 
@@ -191,6 +193,16 @@ def chunks(sessions: list[SessionIn], turns: int, chars: int) -> Iterator[list[S
         yield piece
 
 
+def _marked(pieces: Iterator[list[SessionIn]], mark: M) -> Iterator[tuple[list[SessionIn], M | None]]:
+    """``pieces`` (at least one, maybe empty), the last one tagged with ``mark``."""
+    prev: list[SessionIn] | None = None
+    for piece in pieces:
+        if prev is not None:
+            yield prev, None
+        prev = piece
+    yield (prev if prev is not None else []), mark
+
+
 def run(
     store: Store,
     p: Plan,
@@ -206,40 +218,41 @@ def run(
     if p.start.index:
         report.resumed_at_unit = p.start.index
     sessions: set[tuple[str, str]] = set()
-    batch: list[SessionIn] = []
-    size = 0
-    after = p.start
 
-    def flush(complete: bool) -> None:
-        nonlocal batch, size
-        for piece in chunks(merge(batch), batch_turns, BATCH_CHARS):
-            for r in store.write_sessions(piece):
-                report.new += r.new_turns
-                report.already_present += r.existing_turns
-        store.retrying(
-            lambda: state.save(store.conn, p.path, p.format, p.options_key, p.stat, after, complete=complete)
-        )
-        if progress and size:
-            progress(size)
-        batch, size = [], 0
+    def pieces() -> Iterator[tuple[list[SessionIn], tuple[Cursor, bool, int] | None]]:
+        """Transactions to write; a batch's last one carries (resume point, complete, turns)."""
+        batch: list[SessionIn] = []
+        size = 0
+        after = p.start
+        for u in units(p.path, p.format, p.start, **p.options):
+            if u.error is not None:
+                if not p.skip_bad:
+                    raise u.error  # the file changed since it was checked
+                report.errors.append({"where": u.where, "error": str(u.error)})
+            report.skipped.update(u.skipped)
+            batch.extend(u.sessions)
+            sessions.update((s.source, s.key) for s in u.sessions)
+            size += u.turns
+            after = u.after
+            if size >= batch_turns:
+                yield from _marked(chunks(merge(batch), batch_turns, BATCH_CHARS), (after, False, size))
+                batch, size = [], 0
+                if should_stop is not None and should_stop():
+                    report.stopped = True
+                    return
+        yield from _marked(chunks(merge(batch), batch_turns, BATCH_CHARS), (after, True, size))
 
-    for u in units(p.path, p.format, p.start, **p.options):
-        if u.error is not None:
-            if not p.skip_bad:
-                raise u.error  # the file changed since it was checked
-            report.errors.append({"where": u.where, "error": str(u.error)})
-        report.skipped.update(u.skipped)
-        batch.extend(u.sessions)
-        sessions.update((s.source, s.key) for s in u.sessions)
-        size += u.turns
-        after = u.after
-        if size >= batch_turns:
-            flush(complete=False)
-            if should_stop is not None and should_stop():
-                report.stopped = True
-                break
-    else:
-        flush(complete=True)
+    # Batch k+1 is read and embedded while batch k commits (Store.write_stream).
+    for results, mark in store.write_stream(pieces()):
+        for r in results:
+            report.new += r.new_turns
+            report.already_present += r.existing_turns
+        if mark is not None:
+            at, complete, size = mark
+            save = partial(state.save, store.conn, p.path, p.format, p.options_key, p.stat, at, complete=complete)
+            store.retrying(save)
+            if progress and size:
+                progress(size)
     report.sessions = len(sessions)
     report.turns = report.new + report.already_present
     report.seconds = time.perf_counter() - t0

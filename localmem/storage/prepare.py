@@ -53,6 +53,16 @@ class Prepared:
     spans: list[tuple[int, int]]
 
 
+@dataclass
+class Staged:
+    """Sessions checked and hashed, ready to embed (``fresh``: not stored when looked
+    up) and to commit."""
+
+    sessions: list[tuple[SessionIn, list[Prepared]]]
+    fresh: list[Prepared]
+    turns: int
+
+
 def prepare(sess: SessionIn, turn: TurnIn, index: int) -> Prepared:
     """Turn ``index`` of ``sess`` checked (text, size, time) and identified."""
     if not isinstance(turn.text, str) or not turn.text.strip():

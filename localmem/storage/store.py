@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,19 +29,18 @@ from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage import db
 from localmem.storage.graph import link_semantic
-from localmem.storage.prepare import Prepared, prepare
+from localmem.storage.pipeline import pipelined
+from localmem.storage.prepare import Prepared, Staged, prepare
 from localmem.storage.retry import Patience
+from localmem.storage.vectorize import TurnSpec, turn_vectors
+from localmem.storage.vectorize import turn_doc as turn_doc  # re-exported: the readers' import
 from localmem.storage.vectors import Mirrors, MirrorView, TurnMirror, VectorMirror
-from localmem.util.text import count_words, display_time, parse_time
+from localmem.util.text import count_words, parse_time
 
 Progress = Callable[[int], None]
 R = TypeVar("R")
-
-
-def turn_doc(speaker: str, text: str, ts: str | None) -> str:
-    """What is embedded and indexed for a turn: who and when travel with what."""
-    who = f"{speaker}: " if speaker else ""
-    return f"[{display_time(ts)}] {who}{text}"
+T = TypeVar("T")
+Vectors = dict[str, tuple[np.ndarray, np.ndarray]]  # turn hash -> (turn vector, its cue vectors)
 
 
 class Store:
@@ -198,17 +197,38 @@ class Store:
 
     def write_sessions(self, sessions: Iterable[SessionIn], progress: Progress | None = None) -> list[WriteResult]:
         """Write several sessions in ONE transaction (ingest batches use this)."""
+        staged = self._stage(sessions)
+        # Embed outside the transaction: model time must not hold the write lock.
+        results = self._commit(staged, self._embed(staged.fresh))
+        if progress:
+            progress(staged.turns)
+        return results
+
+    def write_stream(self, batches: Iterable[tuple[Sequence[SessionIn], T]]) -> Iterator[tuple[list[WriteResult], T]]:
+        """Write ``(sessions, tag)`` batches, each in its own transaction as
+        ``write_sessions`` would, embedding batch k+1 on a worker thread while batch k
+        commits. Yields ``(results, tag)`` after each commit, in order; a failure in
+        batch k leaves the batches before it committed (and yielded), nothing of k."""
+        for results, (_sessions, tag) in pipelined(
+            batches, lambda b: self._stage(b[0]), lambda st: self._embed(st.fresh), self._commit
+        ):
+            yield results, tag
+
+    def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
         prepared = [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
         known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
-        # Embed outside the transaction: model time must not hold the write lock.
-        vectors = self._embed(list(fresh.values()))
+        return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
+
+    def _commit(self, staged: Staged, vectors: Vectors) -> list[WriteResult]:
+        if not staged.sessions:
+            return []
 
         def commit() -> list[WriteResult]:
             results: list[WriteResult] = []
             new_ids: list[int] = []
             with db.transaction(self.conn):
-                for sess, ps in prepared:
+                for sess, ps in staged.sessions:
                     sid = self._session_id(sess, ps)
                     ids: list[int] = []
                     new = 0
@@ -232,10 +252,7 @@ class Store:
                     link_semantic(self.conn, self.mirror("cue"), new_ids, self.params.semantic_k)
             return results
 
-        results = self.retrying(commit)
-        if progress:
-            progress(sum(len(ps) for _, ps in prepared))
-        return results
+        return self.retrying(commit)
 
     def _known_hashes(self, hashes: list[str]) -> set[str]:
         known: set[str] = set()
@@ -245,35 +262,13 @@ class Store:
             known.update(r[0] for r in self.conn.execute(f"SELECT hash FROM turns WHERE hash IN ({marks})", chunk))
         return known
 
-    def _embed(self, fresh: list[Prepared]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _embed(self, fresh: list[Prepared]) -> Vectors:
         tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])
         return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
 
-    def _turn_vectors(
-        self, turns: Sequence[tuple[str, str, str | None, Sequence[tuple[int, int]]]]
-    ) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Vectors of turns (speaker, text, ts, statement-cue spans) and of their
-        statement cues; the one place that decides how statement cues are embedded, so
-        write and reindex agree."""
-        docs = [turn_doc(sp, text, ts) for sp, text, ts, _ in turns]
-        span_embed = getattr(self.embedder, "embed_with_spans", None)
-        if self.params.cue_vectors == "span" and span_embed is not None:
-            # One forward pass per turn: each cue's vector pools the turn's in-context
-            # token vectors over the cue's span (the doc adds a prefix before the text).
-            shifted = [
-                [(a + len(d) - len(text), b + len(d) - len(text)) for a, b in spans]
-                for d, (_sp, text, _ts, spans) in zip(docs, turns, strict=True)
-            ]
-            tvecs, cvecs = span_embed(docs, shifted)
-            return tvecs, list(cvecs)
-        cue_docs = [turn_doc(sp, text[a:b], ts) for sp, text, ts, spans in turns for a, b in spans]
-        vecs = self.embedder.embed(docs + cue_docs)
-        out: list[np.ndarray] = []
-        at = len(docs)
-        for *_rest, spans in turns:
-            out.append(vecs[at : at + len(spans)])
-            at += len(spans)
-        return vecs[: len(docs)], out
+    def _turn_vectors(self, turns: Sequence[TurnSpec]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors of turns and of their statement cues (``vectorize.turn_vectors``)."""
+        return turn_vectors(self.embedder, self.params.cue_vectors, turns)
 
     def _session_id(self, sess: SessionIn, ps: list[Prepared]) -> int:
         started = sess.started_at
