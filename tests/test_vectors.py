@@ -11,6 +11,7 @@ from localmem.errors import EmbedderMismatch
 from localmem.records import SessionIn, TurnIn
 from localmem.storage import db
 from localmem.storage.store import Store
+from localmem.storage.vectable import UNDATED, quantize
 
 from .conftest import HashEmbedder
 
@@ -30,8 +31,9 @@ def test_mirror_tracks_writes_and_deletes(store: Store, garden_sessions: list[Se
     m = store.mirror("cue")
     table = _table_vectors(store)
     assert sorted(m.ids.tolist()) == sorted(table)
-    for i, row in zip(m.ids.tolist(), m.mat, strict=True):
-        assert np.allclose(row, table[i])
+    codes = quantize(np.array([table[i] for i in m.ids.tolist()]), m.words)
+    assert np.array_equal(m.codes.T, codes)  # the mirror's sign codes are the stored vectors'
+    assert np.array_equal(m.vectors(store.conn, np.arange(len(m.ids))), [table[i] for i in m.ids.tolist()])
     store.forget(session="s2")
     m = store.mirror("cue")
     assert sorted(m.ids.tolist()) == sorted(_table_vectors(store))
@@ -50,17 +52,18 @@ def test_mirror_sees_another_connections_writes(tmp_path: Path, garden_sessions:
     b.close()
 
 
-def test_top_is_exact_nearest_neighbours(store: Store, garden_sessions: list[SessionIn]) -> None:
+def test_nearest_is_exact_when_the_shortlist_holds_every_row(store: Store, garden_sessions: list[SessionIn]) -> None:
     store.write_sessions(garden_sessions)
     m = store.mirror("turn")
     q = store.embedder.embed(["bike chain shop"])[0]
-    brute = sorted(((float(v @ q), int(i)) for i, v in zip(m.ids, m.mat, strict=True)), reverse=True)
-    got = m.top(q, 3)
-    assert [s for _t, _turn, s in got] == [s for s, _i in brute[:3]] or np.allclose(
-        [s for _t, _turn, s in got], [s for s, _i in brute[:3]], atol=1e-6
-    )
-    assert {t for t, _turn, _s in got} <= {i for s, i in brute if s >= brute[2][0] - 1e-6}
-    assert m.top(q, 100)[-1][2] == brute[-1][0]
+    mat = m.vectors(store.conn, np.arange(len(m.ids)))
+    brute = sorted(((float(v @ q), int(i)) for i, v in zip(m.ids, mat, strict=True)), reverse=True)
+    pos, sims = m.nearest(store.conn, q, 3)
+    assert np.allclose(sims, [s for s, _i in brute[:3]], atol=1e-6)
+    assert set(m.ids[pos].tolist()) <= {i for s, i in brute if s >= brute[2][0] - 1e-6}
+    assert np.isclose(m.nearest(store.conn, q, 100)[1][-1], brute[-1][0])
+    ok = m.ids != brute[0][1]  # a mask leaves rows out
+    assert brute[0][1] not in m.ids[m.nearest(store.conn, q, 3, ok)[0]].tolist()
 
 
 def test_neighbours_follow_session_order_across_gaps(store: Store, garden_sessions: list[SessionIn]) -> None:
@@ -85,8 +88,8 @@ def _turn_facts(store: Store) -> dict[int, tuple[int, str]]:
 
 
 def _table_facts(store: Store) -> dict[int, tuple[int, str]]:
-    rows = store.conn.execute("SELECT id, session_id, coalesce(ts, '') FROM turns").fetchall()
-    return {int(i): (int(s), str(t)) for i, s, t in rows}
+    rows = store.conn.execute("SELECT id, session_id, coalesce(unixepoch(ts), ?) FROM turns", (int(UNDATED),))
+    return {int(i): (int(s), str(t)) for i, s, t in rows.fetchall()}
 
 
 def test_mirror_reloads_when_a_forgotten_id_is_reused(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
@@ -110,10 +113,10 @@ def test_mirror_reloads_when_a_forgotten_id_is_reused(tmp_path: Path, garden_ses
 def test_a_mirror_once_returned_never_changes(store: Store, garden_sessions: list[SessionIn]) -> None:
     store.write_sessions(garden_sessions[:1])
     tm, view = store.turn_mirror(), store.mirrors()
-    ids, mat = tm.ids.copy(), tm.mat.copy()
+    ids, codes, ts = tm.ids.copy(), tm.codes.copy(), tm.ts.copy()
     store.write_sessions(garden_sessions[1:])
     store.forget(session="s1")
-    assert np.array_equal(tm.ids, ids) and np.array_equal(tm.mat, mat)
+    assert np.array_equal(tm.ids, ids) and np.array_equal(tm.codes, codes) and np.array_equal(tm.ts, ts)
     assert np.array_equal(view.cue_pos, view.turn.index_of(view.cue.turns))
     assert len(store.turn_mirror().ids) != len(ids)
 
@@ -171,11 +174,14 @@ def test_reindex_by_another_process_reloads_the_vectors(tmp_path: Path, garden_s
     path = tmp_path / "m.db"
     a = _open(path)
     a.write_sessions(garden_sessions)
-    old = a.turn_mirror().mat.copy()
+    tm = a.turn_mirror()
+    old = tm.vectors(a.conn, np.arange(len(tm.ids)))
     other = _open(path, _Negated(model_id="negated"), rebind=True)
     other.reindex()
     other.close()
-    assert np.allclose(a.turn_mirror().mat, -old)
+    tm = a.turn_mirror()
+    assert np.allclose(tm.vectors(a.conn, np.arange(len(tm.ids))), -old)
+    assert np.array_equal(tm.codes.T, quantize(-old, tm.words))
     a.close()
 
 

@@ -25,6 +25,7 @@ from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
+from localmem.storage.vectable import turn_vectors
 from localmem.util.text import count_words, tokens_for_words
 
 
@@ -133,7 +134,8 @@ def _ranked_turns(store: Store, query: str, as_of: str | None, lexical: bool, de
         order = np.argsort(-scores, kind="stable")
         lists.append([(int(ids[i]), float(scores[i])) for i in order if ok[i]])
     if dense:
-        sims = np.where(visible, tm.mat @ store.embedder.embed([query])[0], -np.inf)
+        vecs = turn_vectors(store.conn, tm.ids, store.embedder.dim)  # every turn: a baseline on small stores
+        sims = np.where(visible, vecs @ store.embedder.embed([query])[0], -np.inf)
         order = np.argsort(-sims, kind="stable")
         lists.append([(int(tm.ids[i]), float(sims[i])) for i in order if np.isfinite(sims[i])])
     if len(lists) == 1:

@@ -45,6 +45,7 @@ from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord
 from localmem.storage import calls, db
 from localmem.storage.store import Store
+from localmem.storage.vectable import mean_vector
 from localmem.util.clock import now_iso
 
 SIMILAR = 0.5
@@ -131,8 +132,7 @@ class _Pass:
         self.records: list[CallRecord] = []  # the label calls, for the call log
 
     def _centroids(self) -> dict[int, np.ndarray]:
-        tm = self.store.turn_mirror()
-        mean = tm.mat.mean(axis=0) if len(tm.ids) else 0.0
+        mean = mean_vector(self.store.conn, "turn_vec", self.store.embedder.dim)  # zero when none
         with_turns = [t for t in self.topics.values() if t.turns]
         vecs = topics.vectors(self.store, [x for t in with_turns for x in t.turns])
         out: dict[int, np.ndarray] = {}

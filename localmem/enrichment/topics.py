@@ -43,6 +43,7 @@ from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.storage import calls, db, queries
 from localmem.storage.queue import Job, claim, fail, finish, record_failure
 from localmem.storage.store import Store
+from localmem.storage.vectable import turn_vectors
 from localmem.util.clock import now_iso
 
 log = logging.getLogger(__name__)
@@ -133,14 +134,8 @@ def ask_label(
 
 
 def vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
-    """The turns' vectors from the store's turn mirror (zero rows for turns without one)."""
-    tm = store.turn_mirror()
-    pos = tm.index_of(np.array(turn_ids, dtype=np.int64))
-    out = np.zeros((len(turn_ids), tm.mat.shape[1] if len(tm.ids) else 1), dtype=np.float32)
-    for i, p in enumerate(pos):
-        if p >= 0:
-            out[i] = tm.mat[p]
-    return out
+    """The turns' stored vectors (zero rows for turns without one)."""
+    return turn_vectors(store.conn, turn_ids, store.embedder.dim)
 
 
 def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:

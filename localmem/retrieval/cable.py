@@ -34,6 +34,7 @@ from localmem.retrieval.packing import Candidate, context_words, line_words
 from localmem.storage import queries
 from localmem.storage.queries import TurnRow
 from localmem.storage.store import Store
+from localmem.storage.vectable import turn_vectors
 from localmem.util.text import words_for_tokens
 
 
@@ -75,7 +76,8 @@ def expand(
     tm = store.turn_mirror()
     ids = np.array([c.turn_id for c in chosen], dtype=np.int64)
     pos = tm.index_of(ids)
-    qsim = tm.mat[np.maximum(pos, 0)] @ qvec
+    vec = _VectorCache(store)
+    qsim = vec.of(ids) @ qvec
     seed_pos = {int(t): int(q) for t, q, s in zip(ids, pos, qsim, strict=True) if q >= 0 and s >= p.cable_tau}
     links = antecedent_links(store, sorted(seed_pos))
     in_result = set(ids.tolist())
@@ -93,7 +95,8 @@ def expand(
     if not keep:
         return chosen, 0
     spos = np.array([seed_pos[k.seed] for k in keep], dtype=np.int64)
-    sims = np.einsum("ij,ij->i", tm.mat[cpos], tm.mat[spos])
+    others = np.array([k.other for k in keep], dtype=np.int64)
+    sims = np.einsum("ij,ij->i", vec.of(others), vec.of(tm.ids[spos]))
     score: dict[int, float] = {}
     best: dict[int, tuple[float, Link, int]] = {}
     for k, sim, cp in zip(keep, sims.tolist(), cpos.tolist(), strict=True):
@@ -103,7 +106,7 @@ def expand(
 
     ranked = sorted(score, key=lambda t: (-score[t], t))
     result = list(chosen)
-    rmat = tm.mat[pos[pos >= 0]]
+    rmat = vec.of(ids[pos >= 0])
     protected: set[int] = set()
     cap = words_for_tokens(budget_tokens)
     share_cap = p.cable_share * cap
@@ -117,8 +120,8 @@ def expand(
         cost = line_words(rows[cand])
         if share_used + cost > share_cap:
             continue
-        _sim, link, cp = best[cand]
-        cvec = tm.mat[cp]
+        _sim, link, _cp = best[cand]
+        cvec = vec.of(np.array([cand], dtype=np.int64))[0]
         if len(rmat) and float(np.max(rmat @ cvec)) >= p.cable_theta:
             continue
         trial = _fit(result, cand, rows, cap, protected | {link.seed}, p.cable_keep_p)
@@ -127,12 +130,28 @@ def expand(
         side = f"earlier context of turn {link.seed}" if link.earlier else f"follows from turn {link.seed}"
         why = f"{side}: {link.reason}" if link.reason else side
         result = [*trial, Candidate(cand, round(score[cand], 6), "antecedent", why)]
-        rpos = tm.index_of(np.array([c.turn_id for c in result], dtype=np.int64))
-        rmat = tm.mat[rpos[rpos >= 0]]
+        rids = np.array([c.turn_id for c in result], dtype=np.int64)
+        rmat = vec.of(rids[tm.index_of(rids) >= 0])
         protected.add(link.seed)
         share_used += cost
         added += 1
     return result, added
+
+
+class _VectorCache:
+    """Exact turn vectors read from the store once each (the mirrors hold only codes)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.held: dict[int, np.ndarray] = {}
+
+    def of(self, ids: np.ndarray) -> np.ndarray:
+        missing = sorted({int(i) for i in ids} - self.held.keys())
+        if missing:
+            got = turn_vectors(self.store.conn, missing, self.store.embedder.dim)
+            self.held.update(zip(missing, got, strict=True))
+        dim = self.store.embedder.dim
+        return np.array([self.held[int(i)] for i in ids], dtype=np.float32).reshape(len(ids), dim)
 
 
 def _fit(

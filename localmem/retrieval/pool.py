@@ -7,8 +7,10 @@
    semantic-edge neighbours of the best anchors join the pool;
 4. every pool turn gets the features of ``localmem/retrieval/scorer.py``.
 
-Dense lists and features come from the in-memory mirrors (``localmem/storage/vectors.py``),
-lexical ones from FTS5. Everything a query reads comes from one snapshot of the store
+Dense lists come from the in-memory code mirrors (``localmem/storage/vectors.py``: a
+Hamming shortlist rescored with exact vectors), lexical ones from FTS5; per query, only
+shortlists, matches and the pool touch exact vectors or float arrays, never one of the
+store's size. Everything a query reads comes from one snapshot of the store
 (``Store.snapshot``): FTS rows, session ids and both mirrors agree even while other
 processes write or forget, and a cue whose turn is missing from the turn mirror is
 ignored (position -1), never used as an index.
@@ -16,42 +18,32 @@ ignored (position -1), never used as an index.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import date, timedelta
 
 import numpy as np
 
+from localmem.retrieval.features import Signals, Sparse, features
+from localmem.retrieval.features import asks_assistant as asks_assistant  # re-exported
+from localmem.retrieval.features import in_window as in_window  # re-exported
+from localmem.retrieval.features import relative_age as relative_age  # re-exported
 from localmem.retrieval.packing import rrf
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, log_words, mentioned_speaker
+from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights
 from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
-from localmem.storage.vectors import CueMirror, MirrorView, TurnMirror, VectorMirror
-from localmem.util.dates import window
+from localmem.storage.vectable import UNDATED, epoch_seconds, quantize
+from localmem.storage.vectors import MirrorView, TurnMirror, VectorMirror
 
 
-@dataclass
-class _Signals:
-    """Per-query scores over every mirror row (invisible rows: -inf or 0)."""
-
-    tsims: np.ndarray  # cosine to each turn
-    best_turn_sim: float
-    csims: np.ndarray  # cosine to each cue
-    best_cue_sim: float
-    bm: np.ndarray  # bm25 of each turn, 0 if no match
-    cbs: np.ndarray  # bm25 of each cue, 0 if no match
-    lists: list[list[int]]  # the four ranked lists, as turn mirror positions
-    extra: list[int]  # turns proposed by model-extracted cues (RetrievalParams.extracted_cues == "fill")
-    qvec: np.ndarray
-
-
-def _signals(store: Store, view: MirrorView, query: str, visible: np.ndarray, m: int) -> _Signals:
+def _signals(store: Store, view: MirrorView, query: str, visible: np.ndarray, m: int) -> Signals:
+    """The four ranked lists. Dense ones: a Hamming shortlist of the visible rows, rescored
+    with their exact vectors (``VectorMirror.nearest``), so ranks and cosines are exact."""
     tm, cm, cue_pos = view.turn, view.cue, view.cue_pos
+    conn = store.conn
     qvec = store.embedder.embed([query])[0].astype(np.float32)
-    tsims = tm.mat @ qvec
-    tsims_v = np.where(visible, tsims, -np.inf)
-    csims = cm.mat @ qvec
+    qcode = quantize(qvec, tm.words)[0]
+    tdist, cdist = tm.hamming(qcode), cm.hamming(qcode)
+    tpos, tsims = tm.nearest(conn, qvec, m, visible, tdist)
     cue_ok = _at(visible, cue_pos)
     # Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
     # statement cues; "fill" keeps every list and feature model-free (what the scorer
@@ -61,31 +53,29 @@ def _signals(store: Store, view: MirrorView, query: str, visible: np.ndarray, m:
     extracted = cue_ok & ~cm.statement
     if mode != "all":
         cue_ok = cue_ok & cm.statement
-        csims = np.where(cm.statement, csims, -np.inf)
-    csims_v = np.where(cue_ok, csims, -np.inf)
-    bm = _lexical_array(store, "turns_fts", query, tm, visible)
-    cbs = _lexical_array(store, "cues_fts", query, cm, cue_ok)
+    cpos, csims = cm.nearest(conn, qvec, m, cue_ok, cdist)
+    bm = _lexical(store, "turns_fts", query, tm, visible)
+    cbs = _lexical(store, "cues_fts", query, cm, cue_ok)
     extra: list[int] = []
     if mode != "off" and extracted.any():
-        xbm = _lexical_array(store, "extracted_cues_fts", query, cm, extracted)
+        xbm = _lexical(store, "extracted_cues_fts", query, cm, extracted)
         if mode == "all":
-            cbs = cbs + xbm  # disjoint rows
+            cbs = cbs.plus(xbm)  # disjoint rows
         else:
-            xdense = np.where(extracted, cm.mat @ qvec, -np.inf)
-            extra = _first_turns(cue_pos[_top(xdense, m)], m) + _first_turns(
-                cue_pos[_top(np.where(xbm > 0, xbm, -np.inf), m)], m
-            )
+            xpos, _ = cm.nearest(conn, qvec, m, extracted, cdist)
+            extra = _first_turns(cue_pos[xpos], m) + _first_turns(cue_pos[xbm.top(m)], m)
     lists = [
-        [int(i) for i in _top(np.where(bm > 0, bm, -np.inf), m)],
-        [int(i) for i in _top(tsims_v, m)],
-        _first_turns(cue_pos[_top(csims_v, m)], m),
-        _first_turns(cue_pos[_top(np.where(cbs > 0, cbs, -np.inf), m)], m),
+        [int(i) for i in bm.top(m)],
+        [int(i) for i in tpos],
+        _first_turns(cue_pos[cpos], m),
+        _first_turns(cue_pos[cbs.top(m)], m),
     ]
-    return _Signals(
-        tsims=tsims,
-        best_turn_sim=float(tsims_v.max()) if visible.any() else 0.0,
-        csims=csims,
-        best_cue_sim=float(csims_v.max()) if cue_ok.any() else 0.0,
+    return Signals(
+        tsim=dict(zip(tpos.tolist(), tsims.tolist(), strict=True)),
+        tdist=tdist,
+        best_turn_sim=float(tsims[0]) if len(tsims) else 0.0,
+        csim=dict(zip(cpos.tolist(), csims.tolist(), strict=True)),
+        best_cue_sim=float(csims[0]) if len(csims) else 0.0,
         bm=bm,
         cbs=cbs,
         lists=lists,
@@ -94,7 +84,7 @@ def _signals(store: Store, view: MirrorView, query: str, visible: np.ndarray, m:
     )
 
 
-def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> np.ndarray:
+def _lexical(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> Sparse:
     # Under a filter the best matches may all be invisible: then rank every match.
     share = store.params.common_term_share
     common = (share, len(mirror.ids)) if share < 1.0 else None
@@ -102,11 +92,11 @@ def _lexical_array(store: Store, table: str, query: str, mirror: VectorMirror, o
     ids, scores = queries.lexical(
         store.conn, table, query, limit, common=common, max_rows=store.params.lexical_max_rows
     )
-    out = np.zeros(len(mirror.ids))
     pos = mirror.index_of(ids)
     keep = _at(ok, pos) & (scores > 0)
-    out[pos[keep]] = scores[keep]
-    return out
+    pos, val = pos[keep], scores[keep]
+    order = np.argsort(pos, kind="stable")
+    return Sparse(pos[order], val[order])
 
 
 def _neighbourhood(
@@ -130,119 +120,6 @@ def _neighbourhood(
             if n >= 0 and visible[n] and int(n) not in reason:
                 reason[int(n)] = ("semantic", f"semantic edge from turn {a}")
     return reason
-
-
-def _features(
-    query: str,
-    tm: TurnMirror,
-    cues: CueMirror,
-    sig: _Signals,
-    anchors: dict[int, float],
-    pool: np.ndarray,
-    as_of: str | None,
-) -> np.ndarray:
-    """The scorer's feature matrix for the pool (see localmem/scorer.py)."""
-    pool_ids = tm.ids[pool]
-    f_bm = sig.bm[pool] / max(float(sig.bm.max()), 1e-9)
-    f_de = sig.tsims[pool] - sig.best_turn_sim
-
-    cue_rows = np.nonzero(np.isin(cues.turns, pool_ids))[0]
-    owner = np.searchsorted(pool_ids, cues.turns[cue_rows])  # pool is sorted, so are its ids
-    cd = np.full(len(pool), -np.inf)
-    np.maximum.at(cd, owner, sig.csims[cue_rows])
-    f_cd = np.where(np.isfinite(cd), cd - sig.best_cue_sim, -1.0)
-    cb = np.zeros(len(pool))
-    np.maximum.at(cb, owner, sig.cbs[cue_rows])
-    f_cb = cb / max(float(sig.cbs.max()) if len(sig.cbs) else 0.0, 1e-9)
-
-    speakers = [tm.speaker[i] for i in pool]
-    who = mentioned_speaker(query, sorted(set(speakers)))
-    f_spk = np.array([1.0 if who is not None and sp == who else 0.0 for sp in speakers])
-
-    r4 = np.zeros(len(tm.ids) + 1)  # last slot stands for "no neighbour"
-    for pos, v in anchors.items():
-        r4[pos] = v
-    f_nb = []
-    for d in (1, 2):
-        best = np.zeros(len(pool))
-        for off in (-d, d):
-            best = np.maximum(best, r4[tm.neighbour(pool, off)])  # -1 indexes the zero slot
-        f_nb.append(best)
-    sess = tm.session[pool]
-    uniq, inv = np.unique(sess, return_inverse=True)
-    sbest = np.zeros(len(uniq))
-    np.maximum.at(sbest, inv, r4[pool])
-    words = tm.line_words[pool]
-    asst = np.array([1.0 if sp.lower() == "assistant" else 0.0 for sp in speakers])
-    q_asst = 1.0 if asks_assistant(query) else 0.0
-    f_aq = asst * q_asst
-    f_uq = np.array([q_asst if sp.lower() == "user" else 0.0 for sp in speakers])
-    ssum = np.zeros(len(uniq))
-    np.add.at(ssum, inv, r4[pool])
-    cent = _session_mean_sims(tm, uniq, sig.tsims)
-    f_sc = cent[inv] - float(cent.max()) if len(cent) else np.zeros(len(pool))
-    f_age = relative_age(tm.ts[pool], as_of)
-    f_win = in_window(tm.ts[pool], window(query, as_of))
-    return np.stack(
-        [
-            f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words),
-            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win,
-        ],
-        axis=1,
-    )  # fmt: skip
-
-
-def _session_mean_sims(tm: TurnMirror, sessions: np.ndarray, tsims: np.ndarray) -> np.ndarray:
-    """Mean cosine of the query to the turns of each of ``sessions`` (sorted ids)."""
-    rows = np.nonzero(np.isin(tm.session, sessions))[0]
-    which = np.searchsorted(sessions, tm.session[rows])
-    sums = np.bincount(which, weights=tsims[rows], minlength=len(sessions))
-    counts = np.bincount(which, minlength=len(sessions))
-    out: np.ndarray = sums / np.maximum(counts, 1)
-    return out
-
-
-def relative_age(ts: np.ndarray, as_of: str | None) -> np.ndarray:
-    """How far back each of the pool's turns (times ``ts``) lies: 0 at the question's
-    time (``as_of``, else the newest pool turn), 1 at the oldest pool turn; 0.5 when
-    undated or all at one time."""
-    out = np.full(len(ts), 0.5)
-    have = ts != ""
-    if not have.any():
-        return out
-    stamps = ts[have].astype("datetime64[s]")
-    newest = np.datetime64(as_of, "s") if as_of else stamps.max()
-    ages = ((newest - stamps) / np.timedelta64(1, "D")).astype(np.float64)
-    span = float(ages.max())
-    if span > 0:
-        out[have] = np.clip(ages / span, 0.0, 1.0)
-    return out
-
-
-WINDOW_SLACK_DAYS = 7  # a session tells of its days' events up to a week later
-
-
-def in_window(ts: np.ndarray, span: tuple[date, date] | None) -> np.ndarray:
-    """1 where a turn's time lies in the question's span (or up to a week after it)."""
-    if span is None:
-        return np.zeros(len(ts))
-    lo = span[0].isoformat()
-    hi = (span[1] + timedelta(days=WINDOW_SLACK_DAYS + 1)).isoformat()
-    out: np.ndarray = ((ts != "") & (ts >= lo) & (ts < hi)).astype(np.float64)
-    return out
-
-
-_ASKS_ASSISTANT = re.compile(
-    r"\b(?:our (?:previous|earlier|last|past) (?:conversation|chat|discussion|exchange)"
-    r"|you (?:said|told|mentioned|recommended|suggested|gave|provided|listed|shared|explained)"
-    r"|(?:did|were) you|remind me (?:what|of|which|about|the)|in your (?:previous |earlier )?(?:answer|response|reply))",
-    re.IGNORECASE,
-)
-
-
-def asks_assistant(query: str) -> bool:
-    """True when the query asks about what the assistant said, not the user."""
-    return _ASKS_ASSISTANT.search(query) is not None
 
 
 @dataclass
@@ -280,19 +157,10 @@ def _candidate_pool(store: Store, view: MirrorView, query: str, flt: Filter) -> 
     for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
         reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
-    feats = _features(query, tm, view.cue, sig, anchors, pool, flt.as_of)
+    feats = features(store, query, view, sig, anchors, pool, flt.as_of)
     return Pool(
         tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
     )
-
-
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    finite = int(np.isfinite(scores).sum())
-    k = min(k, finite)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    idx = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-    return idx[np.argsort(-scores[idx], kind="stable")]
 
 
 def _at(mask: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -320,7 +188,7 @@ def visible_mask(store: Store, tm: TurnMirror, flt: Filter) -> np.ndarray:
     if flt.before is not None:
         ok &= earlier_mask(tm, flt.before)
     if flt.as_of is not None:
-        ok &= (tm.ts == "") | (tm.ts <= flt.as_of)
+        ok &= (tm.ts == UNDATED) | (tm.ts <= epoch_seconds(flt.as_of))
     if flt.scope is not None:
         ok &= np.isin(tm.session, np.array(queries.scope_sessions(store.conn, flt.scope), dtype=np.int64))
     return ok

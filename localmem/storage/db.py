@@ -7,10 +7,12 @@ that connection only (nothing process-wide). Migrations are the numbered files
 migration leaves the database exactly as it was. A database whose version is newer
 than the newest migration we know is refused.
 
-The whole schema lives in ``migrations/``: the two vec0 tables, whose vector dimension is
-the embedder's, are the template ``migrations/vectors.sql``, made by
+The whole schema lives in ``migrations/``: the vector tables and their code tables, whose
+vector size is the embedder's, are the template ``migrations/vectors.sql``, made by
 ``create_vector_tables`` when a store is first bound to an embedder (and remade by
-reindex); other files there than ``NNNN_name.sql`` are not migrations. Connections are
+reindex); other files there than ``NNNN_name.sql`` are not migrations. A migration that
+must also move data the SQL cannot name (version 10: the vectors out of the vec0 tables a
+bound store made before it) has a Python step in ``_AFTER``, run in its transaction. Connections are
 ``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``.
 """
 
@@ -136,26 +138,26 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     return conn
 
 
-VECTOR_TABLES = ("turn_vec", "cue_vec")
+VECTOR_TABLES = ("turn_vec", "cue_vec", "turn_codes", "cue_codes")
 
 
 def vector_tables_sql(dim: int) -> str:
-    """The DDL of the vec0 tables for ``dim``-dimensional vectors, from the template
-    ``migrations/vectors.sql`` (their dimension is the embedder's, so they are made when a
-    store is bound to one rather than by a numbered migration)."""
+    """The DDL of the vector and code tables for ``dim``-dimensional vectors, from the
+    template ``migrations/vectors.sql`` (their size is the embedder's, so they are made when
+    a store is bound to one rather than by a numbered migration)."""
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
         raise SchemaError(f"vector dimension must be a positive integer, got {dim!r}")
     template = _migrations_dir().joinpath("vectors.sql").read_text("utf-8")
-    return template.replace("{dim}", str(dim))
+    return template.replace("{dim}", str(dim)).replace("{bytes}", str(4 * dim))
 
 
 def create_vector_tables(conn: Conn, dim: int) -> None:
-    """Make ``turn_vec`` and ``cue_vec``; call inside the transaction that records the embedder."""
+    """Make the vector and code tables; call inside the transaction that records the embedder."""
     conn.execute(vector_tables_sql(dim))
 
 
 def drop_vector_tables(conn: Conn) -> None:
-    """Drop ``turn_vec`` and ``cue_vec`` (reindex remakes them); their delete triggers stay."""
+    """Drop the vector and code tables (reindex remakes them); the triggers on turns and cues stay."""
     for table in VECTOR_TABLES:
         conn.execute(f"DROP TABLE IF EXISTS {table}")
 
@@ -185,12 +187,33 @@ def migrate(conn: Conn, available: list[Migration] | None = None) -> list[int]:
                 if user_version(conn) >= mig.version:
                     continue
                 conn.execute(mig.sql)
+                if mig.version in _AFTER:
+                    _AFTER[mig.version](conn)
                 conn.execute(f"PRAGMA user_version = {mig.version}")
         except apsw.Error as exc:
             raise SchemaError(f"migration {mig.version:04d}_{mig.name} failed: {exc}") from exc
         applied.append(mig.version)
     return applied
 
+
+def _plain_vector_tables(conn: Conn) -> None:
+    """Version 10: a bound store's vec0 tables become the template's plain tables (same
+    ids, same vectors; the code tables fill by their triggers)."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'turn_vec'").fetchone()
+    if row is None or "vec0" not in str(row[0]).lower():
+        return  # not bound yet: binding makes the new tables
+    dim = int(conn.one("SELECT value FROM meta WHERE key = 'embedder_dim'")[0])
+    for table, key in (("turn_vec", "turn_id"), ("cue_vec", "cue_id")):
+        conn.execute(f"CREATE TEMP TABLE legacy_{table} AS SELECT {key} AS id, embedding FROM {table}")
+    drop_vector_tables(conn)
+    create_vector_tables(conn, dim)
+    for table, key in (("turn_vec", "turn_id"), ("cue_vec", "cue_id")):
+        conn.execute(f"INSERT INTO {table}({key}, embedding) SELECT id, embedding FROM temp.legacy_{table} ORDER BY id")
+        conn.execute(f"DROP TABLE temp.legacy_{table}")
+    conn.execute("UPDATE mirror_epochs SET turns = turns + 1, cues = cues + 1 WHERE id = 1")
+
+
+_AFTER = {10: _plain_vector_tables}
 
 C = TypeVar("C", bound=apsw.Connection)
 

@@ -6,8 +6,10 @@
   id) with the best similarity seen as weight.
 
 Runs inside the write transaction that added the turns, so a turn never exists
-without its edges. Nearest neighbours come from the in-memory cue mirror
-(``localmem/vectors.py``): one vec0 KNN query per new cue made ingest ~30x slower.
+without its edges. Nearest neighbours come from the in-memory cue mirror's codes
+(``localmem/storage/vectors.py``) rescored with exact vectors: one vec0 KNN query per
+new cue made ingest ~30x slower, and a float32 product with every stored cue grows
+with the store.
 CABLE's verified antecedent edges come from the enrichment worker.
 """
 
@@ -16,37 +18,39 @@ from __future__ import annotations
 import numpy as np
 
 from localmem.storage.db import Conn
-from localmem.storage.vectors import VectorMirror
+from localmem.storage.vectable import cue_ids_of, quantize
+from localmem.storage.vectors import FAR, VectorMirror
 
-_CHUNK = 256
+LINK_SHORTLIST = 24  # rescored exactly per new cue, of its Hamming-nearest cues
 
 
 def link_semantic(conn: Conn, cm: VectorMirror, turn_ids: list[int], k: int) -> int:
-    """Add semantic edges for the cues of ``turn_ids`` (their ``k`` nearest cues in the
-    synced cue mirror ``cm``); returns edges written."""
-    if k <= 0 or not turn_ids:
+    """Add semantic edges for the cues of ``turn_ids`` (their ``k`` nearest cues of other
+    turns in the synced cue mirror ``cm``); returns edges written. Per new cue: a Hamming
+    pass over the codes, then exact cosines of its ``LINK_SHORTLIST`` nearest."""
+    if k <= 0 or not turn_ids or len(cm.ids) < 2:
         return 0
-    if len(cm.ids) < 2:
+    rows = cm.index_of(np.array(cue_ids_of(conn, turn_ids), dtype=np.int64))
+    rows = np.sort(rows[rows >= 0])
+    if len(rows) == 0:
         return 0
-    rows = np.nonzero(np.isin(cm.turns, np.array(turn_ids, dtype=np.int64)))[0]
+    vecs = cm.vectors(conn, rows)
+    codes = quantize(vecs, cm.words)
     best: dict[tuple[int, int], float] = {}
-    for start in range(0, len(rows), _CHUNK):
-        part = rows[start : start + _CHUNK]
-        sims = cm.mat[part] @ cm.mat.T
-        sims[cm.turns[part][:, None] == cm.turns[None, :]] = -np.inf  # never link a turn to itself
-        kk = min(k, sims.shape[1] - 1)
-        if kk <= 0:
+    for r, vec, code in zip(rows, vecs, codes, strict=True):
+        a = int(cm.turns[r])
+        dist = cm.hamming(code)
+        dist[rows[cm.turns[rows] == a]] = FAR  # never link a turn to itself
+        short = cm.shortlist(dist, None, max(LINK_SHORTLIST, k))
+        short = short[cm.turns[short] != a]
+        if len(short) == 0:
             continue
-        top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-        for i, (r, cols) in enumerate(zip(part, top, strict=True)):
-            a = int(cm.turns[r])
-            for c in cols:
-                s = float(sims[i, c])
-                if s == -np.inf:
-                    continue
-                pair = (min(a, int(cm.turns[c])), max(a, int(cm.turns[c])))
-                if s > best.get(pair, -2.0):
-                    best[pair] = s
+        sims = cm.vectors(conn, short) @ vec
+        for c in np.argsort(-sims, kind="stable")[:k]:
+            b = int(cm.turns[short[c]])
+            pair, s = (min(a, b), max(a, b)), float(sims[c])
+            if s > best.get(pair, -2.0):
+                best[pair] = s
     conn.executemany(
         "INSERT INTO edges(src, dst, kind, weight) VALUES (?, ?, 'semantic', ?) "
         "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = max(weight, excluded.weight)",

