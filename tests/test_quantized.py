@@ -154,9 +154,11 @@ def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> N
     assert out["grew"] < 12 * 2**20 < floats / 2, out
 
 
-def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at_version", [9, 10])
+def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path, at_version: int) -> None:
     """A store bound before version 10 has its vectors in vec0 tables: migrating copies
-    them unchanged into the plain tables and fills the code tables and the mirrors."""
+    them unchanged into the plain tables and fills the code tables and the mirrors. So
+    does opening one that a build without the Python step took to version 10."""
     path = tmp_path / "old.db"
     conn = db.connect(path)
     db.migrate(conn, db.migrations()[:9])
@@ -181,6 +183,9 @@ def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path) -> None:
             "INSERT INTO cues(id, turn_id, kind, text, span_start, span_end) VALUES (7, 1, 'statement', 'x', 0, 1)"
         )
         conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (7, ?)", (vecs[2].tobytes(),))
+        if at_version == 10:
+            conn.execute(db.migrations()[9].sql)
+            conn.execute("PRAGMA user_version = 10")
     conn.close()
     with Store(path, embedder=HashEmbedder(64)) as store:
         assert db.user_version(store.conn) == len(db.migrations())

@@ -193,15 +193,24 @@ def migrate(conn: Conn, available: list[Migration] | None = None) -> list[int]:
         except apsw.Error as exc:
             raise SchemaError(f"migration {mig.version:04d}_{mig.name} failed: {exc}") from exc
         applied.append(mig.version)
+    if newest >= 10 and _has_vec0(conn):
+        # Version 10 applied by a build that lacked its Python step (the SQL file was
+        # committed first): move the vectors now.
+        with transaction(conn):
+            _plain_vector_tables(conn)
     return applied
+
+
+def _has_vec0(conn: apsw.Connection) -> bool:
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'turn_vec'").fetchone()
+    return row is not None and "vec0" in str(row[0]).lower()
 
 
 def _plain_vector_tables(conn: Conn) -> None:
     """Version 10: a bound store's vec0 tables become the template's plain tables (same
     ids, same vectors; the code tables fill by their triggers)."""
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'turn_vec'").fetchone()
-    if row is None or "vec0" not in str(row[0]).lower():
-        return  # not bound yet: binding makes the new tables
+    if not _has_vec0(conn):
+        return  # not bound yet (binding makes the new tables), or moved already
     dim = int(conn.one("SELECT value FROM meta WHERE key = 'embedder_dim'")[0])
     for table, key in (("turn_vec", "turn_id"), ("cue_vec", "cue_id")):
         conn.execute(f"CREATE TEMP TABLE legacy_{table} AS SELECT {key} AS id, embedding FROM {table}")
