@@ -39,22 +39,30 @@ def epoch_seconds(iso: str) -> int:
 def read_vectors(conn: Conn, table: str, key: str, ids: Sequence[int] | np.ndarray, dim: int) -> np.ndarray:
     """The stored float32 vectors of rows ``ids`` of ``table`` (turn_vec / cue_vec), in
     that order; a zero row for an id without one. Reads the caller's snapshot."""
-    ids = [int(i) for i in ids]
-    out = np.zeros((len(ids), dim), dtype=np.float32)
-    if not ids:
+    want = np.asarray(ids, dtype=np.int64).reshape(-1)
+    out = np.zeros((len(want), dim), dtype=np.float32)
+    if len(want) == 0:
         return out
-    where: dict[int, list[int]] = {}
-    for i, rid in enumerate(ids):
-        where.setdefault(rid, []).append(i)
-    uniq = list(where)
+    uniq = np.unique(want)
+    got: list[int] = []
+    blobs: list[bytes] = []
     for start in range(0, len(uniq), _READ):
-        part = uniq[start : start + _READ]
+        part = uniq[start : start + _READ].tolist()
         marks = ",".join("?" * len(part))
         for rid, blob in conn.execute(f"SELECT {key}, embedding FROM {table} WHERE {key} IN ({marks})", part):
-            vec = np.frombuffer(blob, dtype=np.float32)
-            if len(vec) != dim:
-                raise mismatch(dim)
-            out[where[int(rid)]] = vec
+            got.append(rid)
+            blobs.append(blob)
+    if not got:
+        return out
+    joined = b"".join(blobs)
+    if len(joined) != 4 * dim * len(got):
+        raise mismatch(dim)
+    mat = np.frombuffer(joined, dtype=np.float32).reshape(len(got), dim)
+    have = np.asarray(got, dtype=np.int64)
+    order = np.argsort(have, kind="stable")
+    at = np.clip(np.searchsorted(have[order], want), 0, len(have) - 1)
+    found = have[order][at] == want
+    out[found] = mat[order[at[found]]]
     return out
 
 
@@ -67,7 +75,7 @@ def _ids_in(conn: Conn, sql: str, values: Sequence[int]) -> list[int]:
     out: list[int] = []
     for start in range(0, len(values), _READ):
         part = [int(v) for v in values[start : start + _READ]]
-        out.extend(int(r[0]) for r in conn.execute(sql.format(marks=",".join("?" * len(part))), part))
+        out.extend(r[0] for r in conn.execute(sql.format(marks=",".join("?" * len(part))), part))
     return out
 
 
