@@ -132,8 +132,10 @@ def test_bench_ingest_prints_its_table(tmp_path: Path) -> None:
     assert lines[0].startswith("ingest of chatgpt_conversations.json") and "embed_only_turns_per_s" in lines[1]
     result = json.loads(lines[-1])
     assert result["turns"] > 0 and lines[3].split("|")[0].strip() == str(result["turns"])
-    assert result["turns_per_s"] > 0 and result["embed_only_turns_per_s"] > 0
-    assert abs(sum(result["share"].values()) - 100) < 1 and result["share"]["embed"] > 0
+    assert result["turns_per_s"] > 0 and result["embed_only_turns_per_s"] > 0 and result["model_turns_per_s"] > 0
+    assert result["cpu_s"] > 0 and result["model_cpu_s"] > 0
+    # The model runs beside the rest: shares add up to 100 plus the overlap.
+    assert abs(sum(result["share"].values()) - result["overlap"] - 100) < 1 and result["share"]["embed"] > 0
     assert min(result["stage_s"].values()) >= 0
     bad = run_cli("bench", "ingest", "--data", str(tmp_path / "missing.json"), check=False)
     assert bad.returncode != 0 and "no such file" in bad.stderr and "Traceback" not in bad.stderr

@@ -25,6 +25,8 @@ Then the model alone, in the same process and run, on the same turns:
 ``model_turns_per_s`` does exactly the model work ingest asks for (the same turn passes
 plus the passes of statement cues past the window), so ingest can reach it but not
 exceed it. On LoCoMo the two are the same work (no cue lies past the window).
+``cpu_s``, ``embed_only_cpu_s``, ``model_cpu_s``: this process's CPU seconds (all threads)
+for the same three, which other load on the machine inflates far less than wall time.
 """
 
 from __future__ import annotations
@@ -151,9 +153,9 @@ def run(
     timers = Timers()
     with Store(db_path, embedder=embedder, settings=settings) as store:
         with profiled(store, timers):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             report = runner_mod.ingest_file(store, path, fmt, question=question)
-            total = time.perf_counter() - t0
+            total, cpu = time.perf_counter() - t0, time.process_time() - c0
         rows = store.conn.execute("SELECT id, speaker, text, ts FROM turns ORDER BY id").fetchall()
         spans: dict[int, list[tuple[int, int]]] = {}
         for tid, a, b in store.conn.execute(
@@ -162,14 +164,14 @@ def run(
             spans.setdefault(int(tid), []).append((int(a), int(b)))
     docs = [turn_doc(str(sp), str(text), ts) for _tid, sp, text, ts in rows]
     log(f"ingested {report.new} turns in {total:.1f} s; now the model alone on the same {len(docs)} turns")
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     embedder.embed(docs)
-    embed_only = time.perf_counter() - t1
-    t2 = time.perf_counter()
+    embed_only, embed_only_cpu = time.perf_counter() - t1, time.process_time() - c1
+    t2, c2 = time.perf_counter(), time.process_time()
     turn_vectors(
         embedder, settings.retrieval.cue_vectors, [(str(r[1]), str(r[2]), r[3], spans.get(int(r[0]), [])) for r in rows]
     )
-    model_only = time.perf_counter() - t2
+    model_only, model_cpu = time.perf_counter() - t2, time.process_time() - c2
     sec = timers.seconds
     sec["sql"] -= sec["mirror"] + sec["edges"]
     sec["other"] = max(0.0, total - timers.busy())
@@ -192,6 +194,10 @@ def run(
         "embed_only_turns_per_s": rate(embed_only),
         "model_s": round(model_only, 2),
         "model_turns_per_s": rate(model_only),
+        # CPU seconds of this process (all threads): less sensitive to other load than wall time.
+        "cpu_s": round(cpu, 2),
+        "embed_only_cpu_s": round(embed_only_cpu, 2),
+        "model_cpu_s": round(model_cpu, 2),
         "share": {s: round(100 * sec[s] / total, 1) if total else 0.0 for s in STAGES},
         "overlap": round(100 * max(0.0, overlap) / total, 1) if total else 0.0,
         "stage_s": {s: round(sec[s], 2) for s in STAGES},
