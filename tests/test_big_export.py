@@ -225,7 +225,7 @@ def test_bench_import_kills_with_sigkill_and_checks_the_resume(tmp_path: Path) -
     s = r["resume"]
     assert s["ok"] and s["resumed_at_unit"] > 0 and s["turns_at_kill"] >= 0.4 * r["turns_expected"]
     assert s["turns_at_kill"] + s["new_turns"] == r["turns_stored"]
-    assert r["peak_rss_mb"] > 20 and r["seconds"] > 0 and r["progress_lines"] > 0
+    assert r["peak_rss_mb"] > 20 and r["cpu_s"] > 0 and r["seconds"] > 0 and r["progress_lines"] > 0
     assert any("resuming" in line for line in logged) and "resume after SIGKILL" in import_bench.table(r)
     again = import_bench.run(
         1500, tmp_path, kill_at=0, seed=2, importer=importer, progress_every=1.0, time_limit=6.0, log=logged.append

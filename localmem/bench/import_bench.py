@@ -8,8 +8,9 @@ is killed with SIGKILL once that share of the expected turns is stored, and run 
 the same file; it must resume (``resumed_at_unit`` > 0, at most one batch read again) and
 end with exactly the expected turns, none twice. Reported: messages, turns, seconds (both
 runs together: the import's whole cost, including the resume), turns/s, the importer's
-peak RSS (``wait4``), the resume figures, and how the progress lines behaved (how many,
-the longest gap, the ETA shown at 10% against the time it really took).
+peak RSS and CPU time (``wait4``; CPU time is what a shared, loaded machine distorts
+least), the resume figures, and how the progress lines behaved (how many, the longest
+gap, the ETA shown at 10% against the time it really took).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class ImportRun:
     killed: bool = False
     stopped: bool = False  # interrupted (SIGINT) at the time limit: the import is incomplete
     rss_mb: float = 0.0
+    cpu_s: float = 0.0  # user + system: what the import cost whatever else the machine runs
     summary: dict[str, Any] = field(default_factory=dict)
     progress: list[tuple[float, int, int, float, int | None]] = field(default_factory=list)  # t, done, total, rate, eta
     resumed_at_unit: int | None = None
@@ -128,6 +130,7 @@ def _import(
     run.seconds = time.monotonic() - t0
     proc.returncode = run.exit = os.waitstatus_to_exitcode(status)
     run.rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
+    run.cpu_s = usage.ru_utime + usage.ru_stime
     out = proc.stdout.read()
     reader.join(timeout=10)
     if not run.killed and not run.stopped:
@@ -209,6 +212,8 @@ def _result(
         "seconds": round(seconds, 1),
         "turns_per_s": round(stored / seconds, 1) if seconds else 0.0,
         "peak_rss_mb": round(max(r.rss_mb for r in runs), 1),
+        "cpu_s": round(sum(r.cpu_s for r in runs), 1),
+        "cpu_ms_per_turn": round(1000 * sum(r.cpu_s for r in runs) / stored, 1) if stored else None,
         "progress_lines": sum(len(r.progress) for r in runs),
         "max_progress_gap_s": round(max(gaps), 1) if gaps else None,
         "eta_check": _eta_check(last),
@@ -253,6 +258,7 @@ def table(r: dict[str, Any]) -> str:
         )
     rows += [
         ("importer peak RSS", f"{r['peak_rss_mb']} MB"),
+        ("importer CPU", f"{r['cpu_s']:,.1f} s ({r['cpu_ms_per_turn']} ms a stored turn)"),
         ("progress lines", f"{r['progress_lines']} (longest gap {r['max_progress_gap_s']} s)"),
     ]
     if r.get("eta_check"):
