@@ -168,14 +168,19 @@ def _turns(db: Path) -> int:
 
 
 def _stored(db: Path) -> tuple[int, int]:
-    """Turns stored, and how many of them repeat a (session, native id) already stored."""
+    """Turns stored, and how many of them repeat a (session, native id) already stored
+    (0, 0 before the importer made the store: an import stopped that early)."""
+    if not db.exists():
+        return 0, 0
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         row = conn.execute("SELECT count(*), count(DISTINCT session_id || ':' || source_id) FROM turns").fetchone()
-        n, distinct = (int(row[0]), int(row[1])) if row else (0, 0)
-        return n, n - distinct
+    except apsw.SQLError:  # no tables yet
+        return 0, 0
     finally:
         conn.close()
+    n, distinct = (int(row[0]), int(row[1])) if row else (0, 0)
+    return n, n - distinct
 
 
 def _eta_check(run: ImportRun) -> dict[str, Any] | None:
