@@ -101,17 +101,20 @@ def test_codes_are_the_stored_vectors_sign_bits(minilm_store: Store) -> None:
 
 
 def test_mirror_bytes_per_row_are_bounded(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
-    """A 384-d store's mirrors hold codes and small columns, not float32 rows (1,536 bytes)."""
+    """A 384-d store's mirrors hold codes and small columns, not float32 rows (1,536
+    bytes); only a table of at most HELD_ROWS rows also keeps its exact vectors."""
     path = tmp_path / "m.db"
     with Store(path, embedder=HashEmbedder(384), settings=Settings(db=path)) as store:
         store.write_sessions(garden_sessions)
         view = store.mirrors()
         turns, cues = len(view.turn.ids), len(view.cue.ids)
         assert turns and cues
-        assert view.turn.nbytes() / turns <= 100
-        assert (view.cue.nbytes() + view.cue_pos.nbytes) / cues <= 70
+        assert view.turn.nbytes(held=False) / turns <= 100
+        assert (view.cue.nbytes(held=False) + view.cue_pos.nbytes) / cues <= 70
         for m in (view.turn, view.cue):
-            assert not [a for a in vars(m).values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+            floats = [k for k, a in vars(m).items() if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+            assert floats == ["held"] and m.held is not None and m.held.shape == (len(m.ids), 384)
+            assert np.array_equal(m.held, m.vectors(store.conn, np.arange(len(m.ids))))
 
 
 _SERVE = """
@@ -120,6 +123,8 @@ from pathlib import Path
 sys.path.insert(0, {root!r})
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import vectors
+vectors.HELD_ROWS = 1000  # the store below is larger: its mirrors must hold no float32 vectors
 from localmem.storage.store import Store
 from tests.conftest import HashEmbedder
 
@@ -133,7 +138,7 @@ before = rss()
 view = store.mirrors()
 reconstruct(store, "what did they say about the garden and the bike", 2000)
 print(json.dumps({{"turns": len(view.turn.ids), "cues": len(view.cue.ids), "grew": rss() - before,
-                  "mirror": view.nbytes()}}))
+                  "mirror": view.nbytes(), "held": [view.turn.held is None, view.cue.held is None]}}))
 """
 
 
@@ -150,7 +155,7 @@ def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> N
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     floats = (out["turns"] + out["cues"]) * 384 * 4
     assert out["turns"] == 6000 and out["cues"] > 6000
-    assert out["mirror"] < floats / 12
+    assert out["mirror"] < floats / 12 and out["held"] == [True, True]
     assert out["grew"] < 12 * 2**20 < floats / 2, out
 
 

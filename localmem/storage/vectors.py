@@ -11,7 +11,9 @@ returns is ranked by the exact cosine. Measured on real MiniLM vectors (LoCoMo a
 LongMemEval stores, 15.6k turns / 129k cues, 300 LoCoMo questions): the exact top 30 lies
 inside the Hamming top 500 for 99.4% (turns) and 97.9% (cues) of its rows, top 1,000:
 99.9% / 99.4%; sign codes of mean-centred vectors did no better, so codes are plain sign
-bits and need no stored mean. ``tests/test_quantized.py`` checks the recall.
+bits and need no stored mean. ``tests/test_quantized.py`` checks the recall. A table of
+at most ``HELD_ROWS`` rows also keeps its float32 vectors in memory (<= 30 MB), since on a
+small store reading the shortlist's vectors from the file would cost more than the search.
 
 Invariants:
 - a mirror object never changes once built: a refresh makes a new one (sharing the
@@ -50,6 +52,7 @@ M = TypeVar("M", bound="VectorMirror")
 
 SHORTLIST = 500  # rows rescored exactly per search (see the module docstring for its recall)
 FAR = np.uint16(0xFFFF)  # a Hamming distance no code reaches (dimensions < 65,535)
+HELD_ROWS = 20_000  # a table this small also keeps its float32 vectors in memory (<= 30 MB at 384-d)
 _CHUNK = 8192  # rows per fetch while loading (bounds the Python objects alive at once)
 
 
@@ -69,6 +72,10 @@ class VectorMirror:
         self.ids = np.zeros(0, dtype=np.int64)
         self.turns = np.zeros(0, dtype=np.int64)
         self.codes = np.zeros((self.words, 0), dtype=np.uint64)
+        # The exact vectors, while the table has at most HELD_ROWS rows: reading a few
+        # hundred vectors from the file per query (~15 us each) costs more than the
+        # whole search on a small store. None above it: they are read from the file.
+        self.held: np.ndarray | None = np.zeros((0, dim), dtype=np.float32)
         self.version = next(_versions)
 
     @property
@@ -103,6 +110,11 @@ class VectorMirror:
                 break
         if at < old + n:  # the table cannot shrink inside a snapshot; guard against a foreign one
             new._grow(at)
+        if self.held is not None and at <= HELD_ROWS:
+            fresh = read_vectors(conn, self.table, self.key, new.ids[old:at], self.dim)
+            new.held = np.concatenate([self.held[:old], fresh])
+        else:
+            new.held = None
         new.version = next(_versions)
         return new
 
@@ -119,11 +131,12 @@ class VectorMirror:
         """Set the extra columns of rows ``sl`` from a chunk's columns."""
         self.turns[sl] = np.array(cols[1], dtype=np.int64)
 
-    def nbytes(self) -> int:
-        """Bytes held by this mirror state's arrays (shared arrays counted once)."""
+    def nbytes(self, *, held: bool = True) -> int:
+        """Bytes held by this mirror state's arrays (shared arrays counted once);
+        ``held=False`` leaves out the float32 vectors a small table keeps."""
         seen: dict[int, int] = {}
-        for v in vars(self).values():
-            if isinstance(v, np.ndarray):
+        for k, v in vars(self).items():
+            if isinstance(v, np.ndarray) and (held or k != "held"):
                 seen[id(v)] = v.nbytes
         return sum(seen.values())
 
@@ -151,6 +164,9 @@ class VectorMirror:
 
     def vectors(self, conn: Conn, pos: np.ndarray) -> np.ndarray:
         """Exact vectors of mirror positions ``pos`` (from the store, this snapshot)."""
+        if self.held is not None:
+            out: np.ndarray = self.held[pos]
+            return out
         return read_vectors(conn, self.table, self.key, self.ids[pos], self.dim)
 
     def nearest(
@@ -294,8 +310,8 @@ class MirrorView:
         self.cue = cue
         self.cue_pos = turn.index_of(cue.turns).astype(np.int32)
 
-    def nbytes(self) -> int:
-        return self.turn.nbytes() + self.cue.nbytes() + int(self.cue_pos.nbytes)
+    def nbytes(self, *, held: bool = True) -> int:
+        return self.turn.nbytes(held=held) + self.cue.nbytes(held=held) + int(self.cue_pos.nbytes)
 
 
 class Mirrors:
