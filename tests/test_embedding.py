@@ -63,6 +63,29 @@ def test_identical_text_identical_vector(onnx: OnnxMiniLM) -> None:
     assert cos(alone, v[0]) > 0.99999
 
 
+def test_a_text_given_twice_is_embedded_once(onnx: OnnxMiniLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows: list[int] = []
+    forward = onnx._forward
+
+    def counted(encs):  # type: ignore[no-untyped-def]
+        rows.append(len(encs))
+        return forward(encs)
+
+    monkeypatch.setattr(onnx, "_forward", counted)
+    texts = [TEXTS[0], TEXTS[1], TEXTS[0], TEXTS[2], TEXTS[1], TEXTS[0]]
+    v = onnx.embed(texts)
+    assert sum(rows) == 3
+    assert np.array_equal(v[0], v[2]) and np.array_equal(v[0], v[5]) and np.array_equal(v[1], v[4])
+    assert np.abs(v - np.vstack([onnx.embed([t]) for t in texts])).max() <= 1e-5
+    # The late cues of a long turn go through embed() too: repeated ones cost one pass.
+    rows.clear()
+    long = " ".join(f"Sentence number {i} of a long turn goes on and on." for i in range(60))
+    repeat = " ".join([long] + ["I hope this helps."] * 3)
+    spans = [[(len(long) + 1 + 19 * k, len(long) + 1 + 19 * k + 18) for k in range(3)]]
+    _tv, (cues,) = onnx.embed_with_spans([repeat], spans)
+    assert rows[-1] == 1 and np.array_equal(cues[0], cues[2])
+
+
 def test_semantic_order(onnx: OnnxMiniLM) -> None:
     puppy, dog, tax = onnx.embed(TEXTS[:3])
     assert cos(puppy, dog) > cos(puppy, tax) + 0.2
