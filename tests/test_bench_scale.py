@@ -64,6 +64,9 @@ def test_synthetic_store_holds_the_rows_the_write_path_makes(tmp_path: Path, mon
         assert n("SELECT count(*) FROM turns") == 400
         assert n("SELECT count(*) FROM turn_vec") == 400 == n("SELECT count(*) FROM jobs WHERE kind = 'extract'")
         assert n("SELECT count(*) FROM cue_vec") == n("SELECT count(*) FROM cues")
+        # the mirrors' code tables are filled by the vector tables' triggers, as on the write path
+        assert n("SELECT count(*) FROM turn_codes") == 400
+        assert n("SELECT count(*) FROM cue_codes") == n("SELECT count(*) FROM cues")
         assert 1.5 < n("SELECT count(*) FROM cues") / 400 < 2.1  # ~1.8 statement cues per turn
         # semantic edges join two different turns, lower id first, weight a cosine
         bad = "SELECT count(*) FROM edges WHERE kind = 'semantic' AND (src >= dst OR weight > 1.0001 OR weight < -1)"

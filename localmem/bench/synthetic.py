@@ -2,8 +2,9 @@
 
 A real store's rows, made without the model and without ``Store.write`` per turn:
 sessions, turns (same hash, words, time as the write path gives: each turn goes through
-``prepare``), statement cues (its sentences), both FTS indexes, ``turn_vec`` / ``cue_vec``,
-extraction jobs, temporal edges (the store's window and weights) and semantic edges.
+``prepare``), statement cues (its sentences), both FTS indexes, ``turn_vec`` / ``cue_vec``
+(whose triggers fill the mirrors' code tables, as on the write path), extraction jobs,
+temporal edges (the store's window and weights) and semantic edges.
 Rows are inserted with ``executemany`` in one transaction per chunk of turns.
 
 The generator (seeded, so runs compare):
