@@ -123,7 +123,8 @@ def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
     assert row["anon_mb"] + row["file_mb"] <= row["rss_mb"] + 1
     # every stage of a query was timed, and the stages make up most of it
     stages = row["stages_ms"]
-    assert set(stages) == set(scale.STAGES) and min(stages.values()) >= 0 and stages["embed"] > 0
+    assert set(stages) == set(scale.STAGES) and min(stages.values()) >= 0
+    assert min(stages[k] for k in ("embed", "lexical", "dense", "features", "pack")) > 0  # each one really timed
     assert 0.5 * row["p50_ms"] < sum(stages.values()) < 1.5 * row["p95_ms"]
     assert "median ms per query by stage" in proc.stdout
 

@@ -134,23 +134,26 @@ def _arrays(obj: object, depth: int = 0) -> list[np.ndarray]:
 class Stages:
     """Per-query time of the read path's stages, by wrapping its functions in this
     process: ``store.embedder.embed``, ``queries.lexical``, ``pool._signals`` (embed,
-    lexical and dense lists), ``pool._features``, ``reconstruct.candidate_pool`` and
+    lexical and dense lists), ``pool.features``, ``reconstruct.candidate_pool`` and
     ``reconstruct.assemble``. A stage's time is its function's less the stages inside."""
 
     def __init__(self, store: Store) -> None:
         self.now: dict[str, float] = {}
         self.per_query: list[dict[str, float]] = []
+        self.wrapped: set[str] = set()
         self._wrap(store.embedder, "embed", "embed")
         self._wrap(queries_mod, "lexical", "lexical")
         self._wrap(pool_mod, "_signals", "signals")
-        self._wrap(pool_mod, "_features", "features")
+        for name in ("features", "_features"):  # the name pool.py calls them by
+            self._wrap(pool_mod, name, "features")
         self._wrap(reconstruct_mod, "candidate_pool", "pool_all")
         self._wrap(reconstruct_mod, "assemble", "pack")
 
     def _wrap(self, owner: object, name: str, stage: str) -> None:
         fn = getattr(owner, name, None)
-        if not callable(fn):
+        if not callable(fn) or stage in self.wrapped:
             return
+        self.wrapped.add(stage)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             t = time.perf_counter()
@@ -166,13 +169,14 @@ class Stages:
 
     def next_query(self) -> None:
         n = self.now
-        out = {"embed": n.get("embed", 0.0), "lexical": n.get("lexical", 0.0), "features": n.get("features", 0.0)}
-        if "signals" in n:
-            out["dense"] = n["signals"] - out["embed"] - out["lexical"]
-        if "pool_all" in n:
-            out["pool"] = n["pool_all"] - n.get("signals", out["embed"] + out["lexical"]) - out["features"]
-        if "pack" in n:
-            out["pack"] = n["pack"]
+        out: dict[str, float] = {
+            k: n.get(k, 0.0) for k in ("embed", "lexical", "features", "pack") if k in self.wrapped
+        }
+        inner = out.get("embed", 0.0) + out.get("lexical", 0.0)
+        if "signals" in self.wrapped:
+            out["dense"] = n.get("signals", 0.0) - inner
+        if "pool_all" in self.wrapped:
+            out["pool"] = n.get("pool_all", 0.0) - n.get("signals", inner) - out.get("features", 0.0)
         self.per_query.append(out)
         self.now = {}
 
