@@ -60,7 +60,7 @@ def test_the_export_has_exactly_n_messages_in_chatgpt_shape(tmp_path: Path) -> N
 
 def test_the_export_is_written_as_a_stream(tmp_path: Path) -> None:
     peaks, sizes = [], []
-    for n in (500, 2500):
+    for n in (300, 1500):
         tracemalloc.start()
         sizes.append(write_export(tmp_path / f"c{n}.json", n).bytes)
         peaks.append(tracemalloc.get_traced_memory()[1])
@@ -157,10 +157,10 @@ def db_turns(db: Path) -> list[tuple[str, int, str, str]]:
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, list[tuple[str, int, str, str]]]:
-    """A 1,500-message export and what an uninterrupted import stores of it."""
+    """A 1,000-message export and what an uninterrupted import stores of it."""
     folder = tmp_path_factory.mktemp("export")
     path = folder / "conversations.json"
-    stats = write_export(path, 1500, seed=1)
+    stats = write_export(path, 1000, seed=1)
     db = folder / "whole.db"
     subprocess.run(driver("--db", str(db), "ingest", str(path), "--json"), check=True, capture_output=True)
     whole = db_turns(db)
@@ -181,7 +181,7 @@ def test_ingest_progress_to_a_pipe_with_rate_and_eta_and_quiet(tmp_path: Path, e
     assert any(", ETA " in line for line in lines) and lines[-1].startswith(f"ingest: {n:,}/{n:,} turns (100.0%)")
     assert "\r" not in proc.stderr and "Traceback" not in proc.stderr
     quiet = subprocess.run(
-        driver("--db", str(tmp_path / "q.db"), "ingest", str(path), "--quiet", "--progress-every", "1", delay=0.4),
+        driver("--db", str(tmp_path / "q.db"), "ingest", str(path), "--quiet", "--progress-every", "0.01"),
         capture_output=True,
         text=True,
         check=True,
@@ -220,15 +220,15 @@ def test_an_interrupted_import_says_how_to_resume_and_resumes_to_the_same_turns(
 def test_bench_import_kills_with_sigkill_and_checks_the_resume(tmp_path: Path) -> None:
     importer = [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=0.4)]
     logged: list[str] = []
-    r = import_bench.run(1500, tmp_path, kill_at=0.4, seed=2, importer=importer, progress_every=1.0, log=logged.append)
-    assert r["ok"] and r["messages"] == 1500 and r["turns_stored"] == r["turns_expected"] and r["duplicates"] == 0
+    r = import_bench.run(1000, tmp_path, kill_at=0.4, seed=2, importer=importer, progress_every=1.0, log=logged.append)
+    assert r["ok"] and r["messages"] == 1000 and r["turns_stored"] == r["turns_expected"] and r["duplicates"] == 0
     s = r["resume"]
     assert s["ok"] and s["resumed_at_unit"] > 0 and s["turns_at_kill"] >= 0.4 * r["turns_expected"]
     assert s["turns_at_kill"] + s["new_turns"] == r["turns_stored"]
     assert r["peak_rss_mb"] > 20 and r["cpu_s"] > 0 and r["seconds"] > 0 and r["progress_lines"] > 0
     assert any("resuming" in line for line in logged) and "resume after SIGKILL" in import_bench.table(r)
     again = import_bench.run(
-        1500, tmp_path, kill_at=0, seed=2, importer=importer, progress_every=1.0, time_limit=6.0, log=logged.append
+        1000, tmp_path, kill_at=0, seed=2, importer=importer, progress_every=1.0, time_limit=6.0, log=logged.append
     )
     assert again["generate_s"] == 0.0 and "resume" not in again  # the export is reused; no kill
     assert not again["complete"] and again["ok"] and 0 <= again["turns_stored"] < again["turns_expected"]
