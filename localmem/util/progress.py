@@ -71,7 +71,7 @@ class Progress:
         if not self.enabled:
             return
         if self.tty:
-            self._write("\r\x1b[2K" + self.line(), end="\n")
+            self._write("\r\x1b[2K" + self.line(final=et is None), end="\n")
         elif self.lines and et is None and self._drawn != self.done:
             self._write(self.line(final=True), end="\n")
 
