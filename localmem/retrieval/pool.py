@@ -166,6 +166,8 @@ def _candidate_pool(store: Store, view: MirrorView, query: str, flt: Filter) -> 
 def _at(mask: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """``mask`` at positions ``pos``; False where a position is -1 (or past the end)."""
     inside = (pos >= 0) & (pos < len(mask))
+    if len(mask) and mask.all():  # no filter: skip the gather over every row
+        return inside
     out: np.ndarray = inside & mask[np.where(inside, pos, 0)] if len(mask) else np.zeros(len(pos), dtype=bool)
     return out
 
