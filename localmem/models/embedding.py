@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from localmem.errors import ModelError
+from localmem.util import heap
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 # Texts are sorted by token count and cut into batches of at most BATCH_SIZE rows and
@@ -137,6 +138,7 @@ class OnnxMiniLM:
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"cannot load embedding model {path}: {exc}") from exc
         self._tokenizer = tok
+        heap.release()  # the graph optimisation's scratch memory (~65 MB) would stay resident
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         if self._session is None:

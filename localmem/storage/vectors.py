@@ -7,11 +7,9 @@ bytes per turn and ~70 per cue instead of 1,536-byte float32 rows (4.3 GB per pr
 1M turns). A nearest-neighbour search is a Hamming prefilter over the codes (XOR and
 popcount over uint64 words) to a shortlist of ``SHORTLIST`` rows, then exact float32
 cosines of the shortlist, read from the store by rowid in the caller's snapshot; what it
-returns is ranked by the exact cosine. Measured on real MiniLM vectors (LoCoMo and
-LongMemEval stores, 15.6k turns / 129k cues, 300 LoCoMo questions): the exact top 30 lies
-inside the Hamming top 500 for 99.4% (turns) and 97.9% (cues) of its rows, top 1,000:
-99.9% / 99.4%; sign codes of mean-centred vectors did no better, so codes are plain sign
-bits and need no stored mean. ``tests/test_quantized.py`` checks the recall. A table of
+returns is ranked by the exact cosine. On real MiniLM vectors (15.6k turns / 129k cues,
+300 LoCoMo questions) the exact top 30 lies inside the Hamming top 500 for 99.4% (turns) /
+97.9% (cues) of its rows; mean-centred codes did no better (tests/test_quantized.py). A table of
 at most ``HELD_ROWS`` rows also keeps its float32 vectors in memory (<= 30 MB), since on a
 small store reading the shortlist's vectors from the file would cost more than the search.
 
@@ -45,6 +43,7 @@ import numpy as np
 
 from localmem.storage.db import Conn
 from localmem.storage.vectable import UNDATED, mismatch, quantize, read_vectors
+from localmem.util import heap
 
 _EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
 _versions = itertools.count(1)  # every mirror state gets its own number, across objects
@@ -89,9 +88,8 @@ class VectorMirror:
         if n == 0:
             return self
         new = copy.copy(self)
-        old = len(self.ids)
+        at = old = len(self.ids)
         new._grow(old + n)
-        at = old
         nbytes = (self.dim + 7) // 8
         cur = conn.execute(self.load_sql, (self.newest,))
         while chunk := list(itertools.islice(cur, min(_CHUNK, old + n - at))):
@@ -117,6 +115,8 @@ class VectorMirror:
         else:
             new.held = None
         new.version = next(_versions)
+        if n > heap.BIG_LOAD:
+            heap.release()  # the load's fetch buffers would stay resident in a long-lived server
         return new
 
     def _grow(self, n: int) -> None:
