@@ -218,7 +218,7 @@ def test_an_interrupted_import_says_how_to_resume_and_resumes_to_the_same_turns(
 
 
 def test_bench_import_kills_with_sigkill_and_checks_the_resume(tmp_path: Path) -> None:
-    importer = [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=0.4)]
+    importer = [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=0.6)]
     logged: list[str] = []
     r = import_bench.run(1000, tmp_path, kill_at=0.4, seed=2, importer=importer, progress_every=1.0, log=logged.append)
     assert r["ok"] and r["messages"] == 1000 and r["turns_stored"] == r["turns_expected"] and r["duplicates"] == 0

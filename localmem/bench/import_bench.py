@@ -43,7 +43,7 @@ class ImportRun:
     seconds: float = 0.0
     exit: int = 0
     killed: bool = False
-    stopped: bool = False  # interrupted (SIGINT) at the time limit: the import is incomplete
+    stopped: bool = False  # stopped (SIGTERM) at the time limit: the import is incomplete
     rss_mb: float = 0.0
     cpu_s: float = 0.0  # user + system: what the import cost whatever else the machine runs
     summary: dict[str, Any] = field(default_factory=dict)
@@ -82,7 +82,7 @@ def run(
 ) -> dict[str, Any]:
     """See the module docstring. ``importer``: the command that is ``localmem`` (default:
     this interpreter with ``-m localmem.cli``). ``time_limit``: seconds of importing after
-    which the importer is stopped with SIGINT (as Ctrl-C) and the result is partial, with
+    which the importer is stopped with SIGTERM (which ``localmem ingest`` treats as Ctrl-C) and the result is partial, with
     the rate and the ETA the importer showed last."""
     workdir.mkdir(parents=True, exist_ok=True)
     stats, gen_s = export(workdir, messages, seed, log)
@@ -123,8 +123,8 @@ def _import(
             os.kill(proc.pid, signal.SIGKILL)
             run.killed = True
         elif time_limit is not None and not run.stopped and time.monotonic() - t0 > time_limit:
-            log(f"time limit of {time_limit:.0f} s reached: stopping the import as Ctrl-C would")
-            os.kill(proc.pid, signal.SIGINT)
+            log(f"time limit of {time_limit:.0f} s reached: stopping the import with SIGTERM (as Ctrl-C)")
+            os.kill(proc.pid, signal.SIGTERM)  # not SIGINT: a background job started by a shell ignores it
             run.stopped = True
         time.sleep(0.25)
     run.seconds = time.monotonic() - t0
@@ -232,7 +232,9 @@ def _result(
         result["projected_s"] = round(seconds + eta) if eta is not None else None
     if len(runs) == 2:
         first = runs[0]
-        reread = None if last.stopped else int(last.summary.get("already_present", 0))
+        reread = int(last.summary.get("already_present", 0)) if not last.stopped else None
+        if last.stopped and last.progress:  # the turns before the resume point = expected - what it planned
+            reread = at_kill - (stats.turns - last.progress[0][2])
         resumed = last.resumed_at_unit if last.stopped else last.summary.get("resumed_at_unit")
         new = stored - at_kill if last.stopped else int(last.summary.get("new", 0))
         result["resume"] = {

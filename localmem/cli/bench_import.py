@@ -42,7 +42,7 @@ def add_import_parser(bsub: Any) -> None:
         "--time-limit",
         type=float,
         metavar="SECONDS",
-        help="stop the import (as Ctrl-C) after this many seconds of importing and report what it reached, with "
+        help="stop the import (SIGTERM, handled as Ctrl-C) after this many seconds of importing and report what it reached, with "
         "its last rate and ETA (default: no limit)",
     )
     c.add_argument("--workdir", type=Path, help="keep the export and the store here (default: a temp dir)")
