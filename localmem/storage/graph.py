@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from localmem.storage.db import Conn
-from localmem.storage.vectable import cue_ids_of, quantize
+from localmem.storage.vectable import cue_ids_of
 from localmem.storage.vectors import FAR, VectorMirror
 
 LINK_SHORTLIST = 24  # rescored exactly per new cue, of its Hamming-nearest cues
@@ -35,22 +35,19 @@ def link_semantic(conn: Conn, cm: VectorMirror, turn_ids: list[int], k: int) -> 
     if len(rows) == 0:
         return 0
     vecs = cm.vectors(conn, rows)
-    codes = quantize(vecs, cm.words)
+    size = max(LINK_SHORTLIST, k)
     best: dict[tuple[int, int], float] = {}
-    for r, vec, code in zip(rows, vecs, codes, strict=True):
+    for r, vec in zip(rows, vecs, strict=True):
         a = int(cm.turns[r])
-        dist = cm.hamming(code)
+        dist = cm.hamming(cm.codes[:, r])
         dist[rows[cm.turns[rows] == a]] = FAR  # never link a turn to itself
-        short = cm.shortlist(dist, None, max(LINK_SHORTLIST, k))
-        short = short[cm.turns[short] != a]
-        if len(short) == 0:
-            continue
-        sims = cm.vectors(conn, short) @ vec
-        for c in np.argsort(-sims, kind="stable")[:k]:
-            b = int(cm.turns[short[c]])
-            pair, s = (min(a, b), max(a, b)), float(sims[c])
+        near, sims = cm.nearest(conn, vec, size, dist=dist, size=size)
+        other = cm.turns[near] != a
+        for c, s in list(zip(near[other], sims[other], strict=True))[:k]:
+            b = int(cm.turns[c])
+            pair = (min(a, b), max(a, b))
             if s > best.get(pair, -2.0):
-                best[pair] = s
+                best[pair] = float(s)
     conn.executemany(
         "INSERT INTO edges(src, dst, kind, weight) VALUES (?, ?, 'semantic', ?) "
         "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = max(weight, excluded.weight)",
