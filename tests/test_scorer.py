@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 
 from localmem.records import TurnIn
-from localmem.retrieval.pool import asks_assistant, candidate_pool, in_window, relative_age
+from localmem.retrieval.features import asks_assistant, in_window, relative_age
+from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store

@@ -42,7 +42,8 @@ from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.storage import db
 from localmem.storage.prepare import prepare
-from localmem.storage.store import Store, turn_doc
+from localmem.storage.store import Store
+from localmem.storage.vectorize import turn_doc
 from localmem.util.text import count_words
 
 VOCAB = 50_000

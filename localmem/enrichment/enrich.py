@@ -27,7 +27,8 @@ from localmem.models.llm import Generator
 from localmem.storage import calls, db
 from localmem.storage.graph import link_semantic
 from localmem.storage.queue import Job, finish, record_failure, worker_id
-from localmem.storage.store import Store, turn_doc
+from localmem.storage.store import Store
+from localmem.storage.vectorize import turn_doc
 
 EXTRACTED_KINDS = ("triple", "keyword", "fact")
 

@@ -23,9 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from localmem.retrieval.features import Signals, Sparse, features
-from localmem.retrieval.features import asks_assistant as asks_assistant  # re-exported
-from localmem.retrieval.features import in_window as in_window  # re-exported
-from localmem.retrieval.features import relative_age as relative_age  # re-exported
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights
 from localmem.storage import queries

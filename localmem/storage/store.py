@@ -32,8 +32,7 @@ from localmem.storage.graph import link_semantic
 from localmem.storage.pipeline import pipelined
 from localmem.storage.prepare import Prepared, Staged, prepare
 from localmem.storage.retry import Patience
-from localmem.storage.vectorize import TurnSpec, turn_vectors
-from localmem.storage.vectorize import turn_doc as turn_doc  # re-exported: the readers' import
+from localmem.storage.vectorize import TurnSpec, turn_doc, turn_vectors
 from localmem.storage.vectors import Mirrors, MirrorView, TurnMirror, VectorMirror
 from localmem.util.text import count_words, parse_time
 
