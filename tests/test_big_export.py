@@ -171,7 +171,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, list[tu
 def test_ingest_progress_to_a_pipe_with_rate_and_eta_and_quiet(tmp_path: Path, export: tuple[Path, int, list]) -> None:
     path, n, _ = export
     proc = subprocess.run(
-        driver("--db", str(tmp_path / "m.db"), "ingest", str(path), "--progress-every", "1", delay=0.4),
+        driver("--db", str(tmp_path / "m.db"), "ingest", str(path), "--progress-every", "1", delay=0.8),
         capture_output=True,
         text=True,
         check=True,
