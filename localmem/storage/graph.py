@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from localmem.storage.db import Conn
+from localmem.storage.hamming import FAR
 from localmem.storage.vectable import cue_ids_of
-from localmem.storage.vectors import FAR, VectorMirror
+from localmem.storage.vectors import VectorMirror
 
 LINK_SHORTLIST = 24  # rescored exactly per new cue, of its Hamming-nearest cues
 

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from localmem.storage import hamming
 from localmem.storage.db import Conn
 from localmem.storage.vectable import UNDATED, mismatch, quantize, read_vectors
 from localmem.util import heap
@@ -48,11 +49,10 @@ from localmem.util import heap
 _EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
 _versions = itertools.count(1)  # every mirror state gets its own number, across objects
 M = TypeVar("M", bound="VectorMirror")
+_I32 = np.iinfo(np.int32)
 
 SHORTLIST = 500  # rows rescored exactly per search (see the module docstring for its recall)
-FAR = np.uint16(0xFFFF)  # a Hamming distance no code reaches (dimensions < 65,535)
 HELD_ROWS = 20_000  # a table this small also keeps its float32 vectors in memory (<= 30 MB at 384-d)
-_BLOCK = 32_768  # rows per block of a Hamming pass (its temporaries stay in cache)
 _CHUNK = 8192  # rows per fetch while loading (bounds the Python objects alive at once)
 
 
@@ -69,8 +69,10 @@ class VectorMirror:
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.words = (dim + 63) // 64
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.turns = np.zeros(0, dtype=np.int64)
+        # Ids are int32 until one does not fit (then that array widens to int64): 14 MB
+        # less per million cues, which is what keeps a 1M-turn server under 400 MB.
+        self.ids = np.zeros(0, dtype=np.int32)
+        self.turns = np.zeros(0, dtype=np.int32)
         self.codes = np.zeros((self.words, 0), dtype=np.uint64)
         # The exact vectors, while the table has at most HELD_ROWS rows: reading a few
         # hundred vectors from the file per query (~15 us each) costs more than the
@@ -102,7 +104,7 @@ class VectorMirror:
             padded[:, :nbytes] = bits
             sl = slice(at, at + len(chunk))
             new.codes[:, sl] = padded.view(np.uint64).T
-            new.ids[sl] = np.array(cols[0], dtype=np.int64)
+            new._put("ids", sl, cols[0])
             new._fill(sl, cols)
             at += len(chunk)
             if at >= old + n:
@@ -130,7 +132,17 @@ class VectorMirror:
 
     def _fill(self, sl: slice, cols: list[tuple[Any, ...]]) -> None:
         """Set the extra columns of rows ``sl`` from a chunk's columns."""
-        self.turns[sl] = np.array(cols[1], dtype=np.int64)
+        self._put("turns", sl, cols[1])
+
+    def _put(self, name: str, sl: slice, values: tuple[Any, ...]) -> None:
+        """Set rows ``sl`` of the id array ``name``, widening it to int64 first if a value
+        does not fit its int32."""
+        arr: np.ndarray = getattr(self, name)
+        v = np.array(values, dtype=np.int64)
+        if arr.dtype != np.int64 and len(v) and (v.max() > _I32.max or v.min() < _I32.min):
+            arr = arr.astype(np.int64)
+            setattr(self, name, arr)
+        arr[sl] = v
 
     def nbytes(self, *, held: bool = True) -> int:
         """Bytes held by this mirror state's arrays (shared arrays counted once);
@@ -142,35 +154,13 @@ class VectorMirror:
         return sum(seen.values())
 
     def hamming(self, qcode: np.ndarray) -> np.ndarray:
-        """Hamming distance of every row's code to ``qcode`` ((words,) uint64), as uint16.
-        Works in blocks that stay in cache, with no temporary of the table's size."""
-        n = len(self.ids)
-        out = np.zeros(n, dtype=np.uint16)
-        xor = np.empty(min(n, _BLOCK), dtype=np.uint64)
-        bits = np.empty(min(n, _BLOCK), dtype=np.uint8)
-        for start in range(0, n, _BLOCK):
-            end = min(start + _BLOCK, n)
-            m = end - start
-            for w in range(self.words):
-                np.bitwise_xor(self.codes[w, start:end], qcode[w], out=xor[:m])
-                np.bitwise_count(xor[:m], out=bits[:m])
-                np.add(out[start:end], bits[:m], out=out[start:end])
-        return out
+        """Hamming distance of every row's code to ``qcode`` ((words,) uint64), as uint16."""
+        return hamming.distances(self.codes, qcode)
 
     def shortlist(self, dist: np.ndarray, ok: np.ndarray | None, size: int = SHORTLIST) -> np.ndarray:
         """Positions of the ``size`` rows nearest by ``dist`` among those ``ok`` allows,
-        nearest first (ties by position). Allocates no index array of the table's size."""
-        d = dist if ok is None else np.where(ok, dist, FAR)
-        if len(d) > size:
-            t = np.partition(d, size - 1)[size - 1]
-            near = np.flatnonzero(d < t)
-            cand = np.concatenate([near, np.flatnonzero(d == t)[: size - len(near)]])
-        else:
-            cand = np.arange(len(d))
-        if ok is not None:
-            cand = cand[ok[cand]]
-        out: np.ndarray = cand[np.lexsort((cand, d[cand]))]
-        return out
+        nearest first (ties by position); rows at distance ``FAR`` never."""
+        return hamming.shortlist(dist, ok, size)
 
     def vectors(self, conn: Conn, pos: np.ndarray) -> np.ndarray:
         """Exact vectors of mirror positions ``pos`` (from the store, this snapshot)."""
@@ -205,8 +195,11 @@ class VectorMirror:
         ids = np.asarray(ids, dtype=np.int64)
         if len(self.ids) == 0:
             return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.ids, ids), 0, len(self.ids) - 1)
-        return np.where(self.ids[pos] == ids, pos, -1)
+        # Searching in the mirror's own dtype: a mixed search would copy the whole array.
+        fits = (ids >= _I32.min) & (ids <= _I32.max) if self.ids.dtype == np.int32 else True
+        key = np.where(fits, ids, 0).astype(self.ids.dtype)
+        pos = np.clip(np.searchsorted(self.ids, key), 0, len(self.ids) - 1)
+        return np.where(fits & (self.ids[pos] == ids), pos, -1)
 
 
 def _resized(a: np.ndarray, n: int) -> np.ndarray:
@@ -251,7 +244,7 @@ class TurnMirror(VectorMirror):
     def __init__(self, dim: int) -> None:
         super().__init__(dim)
         self.turns = self.ids
-        self.session = np.zeros(0, dtype=np.int64)
+        self.session = np.zeros(0, dtype=np.int32)
         self.ord = np.zeros(0, dtype=np.int32)
         self.line_words = np.zeros(0, dtype=np.int32)
         self.speaker = np.zeros(0, dtype=np.int32)
@@ -274,7 +267,8 @@ class TurnMirror(VectorMirror):
         self._order, self._rank = None, None
 
     def _fill(self, sl: slice, cols: list[tuple[Any, ...]]) -> None:
-        self.session[sl] = np.array(cols[2], dtype=np.int64)
+        self.turns = self.ids  # _put may have widened ids
+        self._put("session", sl, cols[2])
         self.ord[sl] = np.array(cols[3], dtype=np.int32)
         codes = []
         for name in cols[5]:
@@ -318,7 +312,10 @@ class MirrorView:
     def __init__(self, turn: TurnMirror, cue: CueMirror) -> None:
         self.turn = turn
         self.cue = cue
-        self.cue_pos = turn.index_of(cue.turns).astype(np.int32)
+        self.cue_pos = np.empty(len(cue.turns), dtype=np.int32)
+        for start in range(0, len(cue.turns), _CHUNK * 32):  # bounded temporaries on a big store
+            part = slice(start, start + _CHUNK * 32)
+            self.cue_pos[part] = turn.index_of(cue.turns[part])
 
     def nbytes(self, *, held: bool = True) -> int:
         return self.turn.nbytes(held=held) + self.cue.nbytes(held=held) + int(self.cue_pos.nbytes)
