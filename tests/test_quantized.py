@@ -205,3 +205,21 @@ def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path, at_version: 
         assert store.forget(turn_ids=[1]) == 1  # the cascade reaches vectors and codes
         for table in ("turn_vec", "turn_codes", "cue_vec", "cue_codes"):
             assert store.conn.one(f"SELECT count(*) FROM {table} WHERE rowid IN (1, 7)")[0] == 0
+
+
+def test_id_arrays_are_int32_and_widen_when_an_id_does_not_fit() -> None:
+    from localmem.storage.vectors import CueMirror, TurnMirror
+
+    cm = CueMirror(16)
+    assert cm.ids.dtype == np.int32 and cm.turns.dtype == np.int32
+    assert cm.index_of(np.array([2**40, -(2**40)])).tolist() == [-1, -1]  # no overflow on lookup
+    cm._grow(3)
+    cm._put("ids", slice(0, 3), (1, 7, 2**40))
+    cm._put("turns", slice(0, 3), (4, 5, 6))
+    assert cm.ids.dtype == np.int64 and cm.turns.dtype == np.int32
+    assert cm.ids.tolist() == [1, 7, 2**40] and cm.index_of(np.array([7, 2**40, 8])).tolist() == [1, 2, -1]
+    tm = TurnMirror(16)
+    tm._grow(2)
+    tm._put("ids", slice(0, 2), (3, 2**33))
+    tm._fill(slice(0, 2), [(3, 2**33), (3, 2**33), (9, 2**35), (0, 1), (2, 2), ("a", "b"), (None, 5), ()])
+    assert tm.turns is tm.ids and tm.ids.dtype == np.int64 and tm.session.tolist() == [9, 2**35]
