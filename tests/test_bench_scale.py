@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from localmem.bench import scale, synthetic
+from localmem.cli import build_parser
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import db
@@ -16,6 +17,7 @@ from localmem.storage.store import Store
 
 from .conftest import HashEmbedder
 from .test_cli import run as run_cli
+from .test_pagecache import fs_type
 
 DATA = Path(__file__).resolve().parent / "data" / "ingest"
 
@@ -110,12 +112,14 @@ def test_reconstruct_answers_on_a_synthetic_store_and_a_kept_store_is_reused(tmp
 
 
 def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
-    proc = run_cli("bench", "scale", "--turns", "2000", "--queries", "5", "--workdir", str(tmp_path), "--json")
+    args = ["--turns", "2000", "--queries", "5", "--cache", "as-is", "--workdir", str(tmp_path), "--json"]
+    proc = run_cli("bench", "scale", *args)
     lines = proc.stdout.strip().splitlines()
     assert lines[0].startswith("scale (") and "p50_ms" in lines[1] and "rss_mb" in lines[1]
     assert lines[3].split("|")[0].strip() == "2000"
-    row = json.loads(lines[-1])["rows"][0]
+    (row,) = json.loads(lines[-1])["rows"]
     assert "error" not in row, row
+    assert row["cache"] == "as-is" and 0 <= row["cached_pct"] <= 100
     assert row["turns"] == 2000 and 0 < row["p50_ms"] <= row["p95_ms"]
     assert row["rss_mb"] > row["mirror_mb"] > 0 and row["db_mb"] > 0 and row["build_s"] > 0
     # memory split: private + file-backed pages make up the resident set; idle = after the first query
@@ -127,6 +131,37 @@ def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
     assert min(stages[k] for k in ("embed", "lexical", "dense", "features", "pack")) > 0  # each one really timed
     assert 0.5 * row["p50_ms"] < sum(stages.values()) < 1.5 * row["p95_ms"]
     assert "median ms per query by stage" in proc.stdout
+
+
+def test_bench_scale_serves_each_size_once_per_cache_mode(tmp_path: Path) -> None:
+    args = ["--turns", "300", "--queries", "3", "--cache", "warm,cold", "--workdir", str(tmp_path), "--json"]
+    proc = run_cli("bench", "scale", *args)
+    lines = proc.stdout.strip().splitlines()
+    result = json.loads(lines[-1])
+    assert result["cache"] == ["warm", "cold"]
+    warm, cold = result["rows"]
+    assert "error" not in warm and "error" not in cold, result["rows"]
+    assert (warm["turns"], warm["cache"]) == (300, "warm") and (cold["turns"], cold["cache"]) == (300, "cold")
+    assert warm["queries"] == cold["queries"] == 3 and warm["db_mb"] == cold["db_mb"]
+    assert warm["cached_pct"] == 100.0  # the whole file was read just before
+    if fs_type(tmp_path) not in ("tmpfs", "ramfs"):  # a file in memory only cannot be evicted
+        assert cold["cached_pct"] == 0.0
+    # the table and the stage table say each row's mode
+    header = [c.strip() for c in lines[1].split("|")]
+    assert header[:3] == ["turns", "cache", "cached_pct"]
+    assert [[c.strip() for c in line.split("|")][:2] for line in lines[3:5]] == [["300", "warm"], ["300", "cold"]]
+    stage_head = lines.index("median ms per query by stage")
+    assert [c.strip() for c in lines[stage_head + 1].split("|")][:2] == ["turns", "cache"]
+    assert [line.split("|")[1].strip() for line in lines[stage_head + 2 : stage_head + 4]] == ["warm", "cold"]
+
+
+def test_bench_scale_rejects_an_unknown_cache_mode(tmp_path: Path) -> None:
+    assert build_parser().parse_args(["bench", "scale"]).cache == "warm,cold"
+    for value, says in (("warm,hot", "unknown mode 'hot'"), (",", "no mode")):
+        bad = run_cli("bench", "scale", "--turns", "300", "--cache", value, "--workdir", str(tmp_path), check=False)
+        assert bad.returncode == 3 and "Traceback" not in bad.stderr, bad.stderr
+        assert f"--cache must be a comma list of warm, cold, as-is; {says}" in bad.stderr
+    assert not list(tmp_path.iterdir())  # rejected before any store was built
 
 
 def test_bench_ingest_prints_its_table(tmp_path: Path) -> None:

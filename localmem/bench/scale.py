@@ -19,6 +19,11 @@ Each query's time is split by stage (medians, ms): ``embed`` the query embedding
 (mirror sync, neighbourhood), ``pack`` scoring, packing, CABLE and rows. The stages are
 timed by wrapping the read path's functions in the query process (:class:`Stages`);
 a function that is not there (renamed) leaves its stage out.
+
+Each size is served once per page-cache mode (``cache``, :mod:`localmem.bench.pagecache`):
+``warm`` reads the store file into the OS page cache first, ``cold`` evicts it, ``as-is``
+leaves it; ``cached_pct`` is the share of the file's pages cached just before the query
+process starts.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from localmem.bench import synthetic
+from localmem.bench import pagecache, synthetic
 from localmem.config import Settings, load_settings
 from localmem.models.embedding import Embedder
 from localmem.models.registry import default_embedder
@@ -50,6 +55,8 @@ from localmem.storage.store import Store
 
 COLUMNS = [
     "turns",
+    "cache",
+    "cached_pct",
     "cues",
     "p50_ms",
     "p95_ms",
@@ -231,7 +238,10 @@ def run(
     budget: int = 2000,
     memory_cap_mb: int = 0,
     timeout: float = 3600.0,
+    cache: Sequence[str] = ("warm", "cold"),
 ) -> dict[str, Any]:
+    """Per size, build (or keep) the store, then serve it once per cache mode in ``cache``,
+    in that order: one row per size and mode."""
     rows = []
     for n in sizes:
         path = workdir / f"scale-{n}.db"
@@ -243,16 +253,27 @@ def run(
         finally:
             conn.close()
         size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
-        row: dict[str, Any] = {"turns": n, "cues": cues, "db_mb": round(size / 2**20), "build_s": round(build_s, 1)}
-        row.update(serve_in_child(path, queries_for(path, queries + 1), budget, memory_cap_mb, timeout))
-        rows.append(row)
-        log(f"{n}: {row}")
+        asked = queries_for(path, queries + 1)  # reads the store: before its cache state is set
+        for mode in cache:
+            pagecache.prepare(path, mode)
+            row: dict[str, Any] = {
+                "turns": n,
+                "cache": mode,
+                "cached_pct": pagecache.cached_pct(path),
+                "cues": cues,
+                "db_mb": round(size / 2**20),
+                "build_s": round(build_s, 1),
+            }
+            row.update(serve_in_child(path, asked, budget, memory_cap_mb, timeout))
+            rows.append(row)
+            log(f"{n} ({mode}): {row}")
     return {
         "benchmark": "scale",
         "embedder": embedder.model_id,
         "generator": synthetic.GENERATOR,
         "budget": budget,
         "queries": queries,
+        "cache": list(cache),
         "rows": rows,
     }
 
@@ -261,16 +282,22 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         f"scale ({result['embedder']}; synthetic {result['generator']} stores; reconstruct at {result['budget']} "
         f"tokens, query embedding included; {result['queries']} queries in a fresh process; rss = its peak, "
-        "idle = after the first query, anon/file = private / file-backed after the queries)",
+        "idle = after the first query, anon/file = private / file-backed after the queries; cache = page-cache "
+        "state set before the process starts, cached_pct = share of the db file's pages cached then)",
         " | ".join(f"{c:>9}" for c in COLUMNS),
         "-" * (12 * len(COLUMNS)),
     ]
     for r in result["rows"]:
-        lines.append(" | ".join(f"{r.get(c, '-')!s:>9}" for c in COLUMNS))
+        lines.append(" | ".join(f"{_cell(r.get(c))!s:>9}" for c in COLUMNS))
         if "error" in r:
-            lines.append(f"  {r['turns']}: {r['error']}")
-    lines += ["", "median ms per query by stage", " | ".join(f"{c:>9}" for c in ["turns", *STAGES])]
+            lines.append(f"  {r['turns']} ({r.get('cache', '-')}): {r['error']}")
+    lines += ["", "median ms per query by stage", " | ".join(f"{c:>9}" for c in ["turns", "cache", *STAGES])]
     for r in result["rows"]:
         st = r.get("stages_ms", {})
-        lines.append(" | ".join(f"{v!s:>9}" for v in [r["turns"], *(st.get(k, "-") for k in STAGES)]))
+        cells = [r["turns"], r.get("cache", "-"), *(st.get(k, "-") for k in STAGES)]
+        lines.append(" | ".join(f"{v!s:>9}" for v in cells))
     return "\n".join(lines)
+
+
+def _cell(value: object) -> object:
+    return "-" if value is None else value

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import ingest_bench, scale
+from localmem.bench import ingest_bench, pagecache, scale
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.models.registry import default_embedder
@@ -32,6 +32,12 @@ def add_scale_parsers(bsub: Any) -> None:
         type=int,
         default=0,
         help="address-space limit of the query process, so a store too big for memory fails there (default none)",
+    )
+    c.add_argument(
+        "--cache",
+        default="warm,cold",
+        help="page-cache states to serve each size in, in order, one row each: warm (store file read into the "
+        "OS page cache first), cold (its pages evicted first), as-is (left as found) (default warm,cold)",
     )
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here and reuse them (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
@@ -73,6 +79,7 @@ def _run_scale(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError(f"--{flag} must be positive, got {getattr(args, flag)}")
     if args.memory_cap_mb < 0:
         raise InputError(f"--memory-cap-mb must be 0 or more, got {args.memory_cap_mb}")
+    modes = _cache_modes(args.cache)
     result = scale.run(
         sizes,
         _workdir(args, "scale"),
@@ -82,11 +89,22 @@ def _run_scale(args: argparse.Namespace, settings: Settings) -> int:
         _log("scale"),
         budget=args.budget,
         memory_cap_mb=args.memory_cap_mb,
+        cache=modes,
     )
     print(scale.table(result))
     if args.json:
         print(json.dumps(result))
     return 0
+
+
+def _cache_modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes or (bad := [m for m in modes if m not in pagecache.MODES]):
+        got = f"unknown mode {bad[0]!r}" if modes else "no mode"
+        raise InputError(f"--cache must be a comma list of {', '.join(pagecache.MODES)}; {got} in {text!r}")
+    if "cold" in modes and not pagecache.can_evict():
+        raise InputError("--cache cold needs posix_fadvise to evict the store from the page cache (Linux)")
+    return modes
 
 
 def _run_ingest(args: argparse.Namespace, settings: Settings) -> int:
