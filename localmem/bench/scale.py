@@ -140,9 +140,10 @@ def _arrays(obj: object, depth: int = 0) -> list[np.ndarray]:
 
 class Stages:
     """Per-query time of the read path's stages, by wrapping its functions in this
-    process: ``store.embedder.embed``, ``queries.lexical``, ``pool._signals`` (embed,
-    lexical and dense lists), ``pool.features``, ``reconstruct.candidate_pool`` and
-    ``reconstruct.assemble``. A stage's time is its function's less the stages inside."""
+    process: ``store.embedder.embed``, ``queries.lexical``, ``pool._signals`` (lexical
+    and dense lists), ``pool.features``, ``reconstruct.candidate_pool`` (the query's
+    embedding and all of these) and ``reconstruct.assemble``. A stage's time is its
+    function's less the stages inside."""
 
     def __init__(self, store: Store) -> None:
         self.now: dict[str, float] = {}
@@ -179,11 +180,11 @@ class Stages:
         out: dict[str, float] = {
             k: n.get(k, 0.0) for k in ("embed", "lexical", "features", "pack") if k in self.wrapped
         }
-        inner = out.get("embed", 0.0) + out.get("lexical", 0.0)
         if "signals" in self.wrapped:
-            out["dense"] = n.get("signals", 0.0) - inner
+            out["dense"] = n.get("signals", 0.0) - out.get("lexical", 0.0)
         if "pool_all" in self.wrapped:
-            out["pool"] = n.get("pool_all", 0.0) - n.get("signals", inner) - out.get("features", 0.0)
+            inner = n.get("signals", out.get("lexical", 0.0)) + out.get("features", 0.0) + out.get("embed", 0.0)
+            out["pool"] = n.get("pool_all", 0.0) - inner
         self.per_query.append(out)
         self.now = {}
 
