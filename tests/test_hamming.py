@@ -47,3 +47,13 @@ def test_distances_are_popcounts_of_the_xor_for_any_word_count() -> None:
         assert np.array_equal(hamming.distances(codes, q), want)
     all_ones = np.full((6, 5), np.uint64(2**64 - 1))
     assert hamming.distances(all_ones, np.zeros(6, dtype=np.uint64)).tolist() == [384] * 5  # no uint8 wrap
+
+
+@pytest.mark.parametrize("n", [hamming.BLOCK * 8, hamming.BLOCK * 9 + 17])
+def test_a_pass_split_between_two_threads_fills_every_row(n: int) -> None:
+    assert n >= hamming._PARALLEL_ROWS  # the two-thread path
+    rng = np.random.default_rng(n)
+    codes = rng.integers(0, 2**63, (6, n), dtype=np.uint64)
+    q = rng.integers(0, 2**63, 6, dtype=np.uint64)
+    want = sum(np.bitwise_count(codes[w] ^ q[w]).astype(np.uint16) for w in range(6))
+    assert np.array_equal(hamming.distances(codes, q), want)
