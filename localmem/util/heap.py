@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-BIG_LOAD = 100_000  # rows loaded at once after which callers release (a first mirror load)
+BIG_LOAD = 10_000  # rows loaded at once after which callers release (a first mirror load)
 _trim: object = None
 
 
