@@ -57,3 +57,19 @@ def test_a_pass_split_between_two_threads_fills_every_row(n: int) -> None:
     q = rng.integers(0, 2**63, 6, dtype=np.uint64)
     want = sum(np.bitwise_count(codes[w] ^ q[w]).astype(np.uint16) for w in range(6))
     assert np.array_equal(hamming.distances(codes, q), want)
+
+
+def test_a_forked_child_gets_its_own_helper_thread() -> None:
+    import multiprocessing
+
+    n = hamming._PARALLEL_ROWS
+    codes = np.ones((6, n), dtype=np.uint64)
+    hamming.distances(codes, np.zeros(6, dtype=np.uint64))  # the parent's helper thread exists now
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_child_distances, (n,)).get(timeout=60)  # a hang fails here
+    assert got == 6 * n
+
+
+def _child_distances(n: int) -> int:
+    return int(hamming.distances(np.ones((6, n), dtype=np.uint64), np.zeros(6, dtype=np.uint64)).sum())

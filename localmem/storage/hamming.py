@@ -12,7 +12,6 @@ Invariant: a row whose distance is ``FAR`` is never returned (it is masked out).
 
 from __future__ import annotations
 
-import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -60,9 +59,16 @@ def _count(codes: np.ndarray, qcode: np.ndarray, out: np.ndarray, lo: int, hi: i
             np.add(out[start:end], acc[:m], out=out[start:end])
 
 
-@functools.cache
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
 def _threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(1, thread_name_prefix="localmem-hamming")
+    """The helper thread of this process (a forked child gets its own: the parent's
+    thread does not exist there, and its executor would wait for it forever)."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="localmem-hamming"))
+    return _pool[1]
 
 
 def shortlist(dist: np.ndarray, ok: np.ndarray | None, size: int) -> np.ndarray:
