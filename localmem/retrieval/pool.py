@@ -135,8 +135,8 @@ def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
     """Anchors + expansion + features for a query; None when nothing is visible/matches.
     Reads one snapshot of the store (the caller's, when it holds one)."""
     # Embedded before the mirrors load: a process's first embedding loads the model, and
-    # that load's transient memory (~120 MB) then does not stack on the mirrors' (1M turns:
-    # a 477 MB peak otherwise, 386 MB this way).
+    # that load's transient memory (~120 MB) then does not stack on the mirrors' (bench
+    # scale, 1M turns: peak 477 MB otherwise, 398 MB this way).
     qvec = store.embedder.embed([query])[0].astype(np.float32)
     with store.snapshot():
         return _candidate_pool(store, store.mirrors(), query, qvec, flt)
