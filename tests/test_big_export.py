@@ -195,7 +195,9 @@ def test_an_interrupted_import_says_how_to_resume_and_resumes_to_the_same_turns(
 ) -> None:
     path, n, whole = export
     db = tmp_path / "m.db"
-    cmd = driver("--db", str(db), "ingest", str(path), delay=0.5)
+    # Slow batches: the signal must land between the first commit and the last batch's
+    # stop check (a 3 s window), or the import rightly completes.
+    cmd = driver("--db", str(db), "ingest", str(path), delay=1.5)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while stored_units(db) == 0 and time.monotonic() < deadline and proc.poll() is None:
@@ -218,7 +220,7 @@ def test_an_interrupted_import_says_how_to_resume_and_resumes_to_the_same_turns(
 
 
 def test_bench_import_kills_with_sigkill_and_checks_the_resume(tmp_path: Path) -> None:
-    importer = [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=0.6)]
+    importer = [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=1.0)]  # a 2 s window for the kill
     logged: list[str] = []
     r = import_bench.run(1000, tmp_path, kill_at=0.4, seed=2, importer=importer, progress_every=1.0, log=logged.append)
     assert r["ok"] and r["messages"] == 1000 and r["turns_stored"] == r["turns_expected"] and r["duplicates"] == 0

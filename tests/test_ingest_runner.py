@@ -196,7 +196,7 @@ def test_killed_ingest_subprocess_resumes(tmp_path: Path) -> None:
     p = tmp_path / "big.jsonl"
     p.write_text(jsonl_lines(0, 1536), "utf-8")  # six batches of 256 turns
     db = tmp_path / "m.db"
-    proc = subprocess.Popen(driver("--db", str(db), "ingest", str(p), "--json", delay=0.3), stdout=subprocess.PIPE)
+    proc = subprocess.Popen(driver("--db", str(db), "ingest", str(p), "--json", delay=0.6), stdout=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while stored_units(db) < 512 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
