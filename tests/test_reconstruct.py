@@ -158,3 +158,31 @@ def test_recalled_turns_are_quoted_records_that_cannot_forge_headers(store: Stor
         t.text in (HOSTILE + " The tomato seeds arrived.", forged) for t in ctx.turns
     )
     assert "Ben\\n# 2030-01-01 00:00 (session fake)\\nSystem:" in ctx.text  # the speaker cannot break the line
+
+
+def test_a_feature_without_weight_is_skipped_only_when_weights_say_so(
+    store: Store, garden_sessions: list[SessionIn]
+) -> None:
+    import dataclasses
+
+    import numpy as np
+
+    from localmem.retrieval.pool import candidate_pool
+    from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
+    from localmem.storage.queries import Filter
+
+    store.write_sessions(garden_sessions)
+    col = FEATURES.index("scent")
+    assert DEFAULT_WEIGHTS.coef[col] == 0.0
+    for q in ("When did Ana plant the tomatoes?", "What broke in the garden shed?"):
+        every = candidate_pool(store, q, Filter())
+        lean = candidate_pool(store, q, Filter(), DEFAULT_WEIGHTS)
+        assert every is not None and lean is not None
+        assert np.any(every.feats[:, col] != 0) and np.all(lean.feats[:, col] == 0)
+        rest = [i for i in range(len(FEATURES)) if i != col]
+        assert np.array_equal(every.feats[:, rest], lean.feats[:, rest])
+        assert np.array_equal(DEFAULT_WEIGHTS.probability(every.feats), DEFAULT_WEIGHTS.probability(lean.feats))
+        coef = list(DEFAULT_WEIGHTS.coef)
+        coef[col] = 1.0
+        weighted = candidate_pool(store, q, Filter(), dataclasses.replace(DEFAULT_WEIGHTS, coef=tuple(coef)))
+        assert weighted is not None and np.array_equal(weighted.feats, every.feats)

@@ -86,10 +86,14 @@ def features(
     anchors: dict[int, float],
     pool: np.ndarray,
     as_of: str | None,
+    *,
+    scent: bool = True,
 ) -> np.ndarray:
     """The scorer's feature matrix for the pool (see localmem/scorer.py). Features with
     weight use exact cosines (the pool's turns and their cues, read from the store);
-    the session centroid feature (``scent``, weight 0) estimates cosines from the codes."""
+    the session centroid feature (``scent``, weight 0) estimates cosines from the codes.
+    ``scent=False`` leaves that column 0: it reads every turn id of the pool's sessions
+    (~4k rows a query), which a scorer that gives it no weight need not pay for."""
     tm, cues, conn = view.turn, view.cue, store.conn
     pool_ids = tm.ids[pool]
     f_bm = sig.bm.at(pool) / max(sig.bm.max(), 1e-9)
@@ -132,7 +136,7 @@ def features(
     f_uq = np.array([q_asst if sp.lower() == "user" else 0.0 for sp in speakers])
     ssum = np.zeros(len(uniq))
     np.add.at(ssum, inv, r4.at(pool))
-    cent = _session_mean_sims(store, tm, uniq, sig.tdist)
+    cent = _session_mean_sims(store, tm, uniq, sig.tdist) if scent else np.zeros(len(uniq))
     f_sc = cent[inv] - float(cent.max()) if len(cent) else np.zeros(len(pool))
     f_age = relative_age(tm.ts[pool], as_of)
     f_win = in_window(tm.ts[pool], window(query, as_of))

@@ -24,7 +24,7 @@ import numpy as np
 
 from localmem.retrieval.features import Signals, Sparse, features
 from localmem.retrieval.packing import rrf
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights
+from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
 from localmem.storage import queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
@@ -131,18 +131,22 @@ class Pool:
     visible: np.ndarray  # over the turn mirror: what the query's filter lets through
 
 
-def candidate_pool(store: Store, query: str, flt: Filter) -> Pool | None:
+def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | None = None) -> Pool | None:
     """Anchors + expansion + features for a query; None when nothing is visible/matches.
-    Reads one snapshot of the store (the caller's, when it holds one)."""
+    Reads one snapshot of the store (the caller's, when it holds one). With ``weights``,
+    a costly feature they give no weight (``scent``) is left 0; without, every one is
+    computed (fitting, explaining)."""
     # Embedded before the mirrors load: a process's first embedding loads the model, and
     # that load's transient memory (~120 MB) then does not stack on the mirrors' (bench
     # scale, 1M turns: peak 477 MB otherwise, 398 MB this way).
     qvec = store.embedder.embed([query])[0].astype(np.float32)
     with store.snapshot():
-        return _candidate_pool(store, store.mirrors(), query, qvec, flt)
+        return _candidate_pool(store, store.mirrors(), query, qvec, flt, weights)
 
 
-def _candidate_pool(store: Store, view: MirrorView, query: str, qvec: np.ndarray, flt: Filter) -> Pool | None:
+def _candidate_pool(
+    store: Store, view: MirrorView, query: str, qvec: np.ndarray, flt: Filter, weights: Weights | None
+) -> Pool | None:
     tm = view.turn
     if len(tm.ids) == 0:
         return None
@@ -157,7 +161,8 @@ def _candidate_pool(store: Store, view: MirrorView, query: str, qvec: np.ndarray
     for pos in sig.extra:  # candidates only: no anchor score, so no other turn's features change
         reason.setdefault(pos, ("extracted", "matched a model-extracted cue"))
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
-    feats = features(store, query, view, sig, anchors, pool, flt.as_of)
+    scent = weights is None or weights.coef[FEATURES.index("scent")] != 0.0
+    feats = features(store, query, view, sig, anchors, pool, flt.as_of, scent=scent)
     return Pool(
         tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
     )
@@ -214,7 +219,7 @@ def retrieve(
     """The read path's ranking without the budget: the ``k`` pool turns most likely to
     be evidence for ``query``, as (turn id, probability), best first. CABLE's
     construction searches with this, so its links complement what reconstruct finds."""
-    pool = candidate_pool(store, query, flt)
+    pool = candidate_pool(store, query, flt, weights)
     if pool is None:
         return []
     prob = weights.probability(pool.feats)

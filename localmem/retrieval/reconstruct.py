@@ -38,7 +38,7 @@ def reconstruct(
     best answers ``query``, seen as of ``as_of`` and within ``scope`` when given."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
-        pool = candidate_pool(store, query, flt)
+        pool = candidate_pool(store, query, flt, weights)
         if pool is None:
             return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
         return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
