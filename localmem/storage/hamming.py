@@ -116,7 +116,7 @@ def asymmetric(codes: np.ndarray, pos: np.ndarray, qvec: np.ndarray) -> np.ndarr
     to the exact order than the Hamming distance does (the query keeps its magnitudes),
     so fewer exact vectors need reading."""
     dim = len(qvec)
-    raw = np.ascontiguousarray(codes[:, pos].T).view(np.uint8)  # (k, words * 8), little-endian words
+    raw = np.ascontiguousarray(codes[:, pos].T).view(np.uint8)  # (k, words * 8): the stored codes' bytes
     signs = np.unpackbits(raw, axis=1, bitorder="little")[:, :dim].astype(np.float32)
     out: np.ndarray = (2.0 * signs - 1.0) @ qvec.astype(np.float32)
     return out
