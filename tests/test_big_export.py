@@ -198,7 +198,15 @@ def test_an_interrupted_import_says_how_to_resume_and_resumes_to_the_same_turns(
     # Slow batches: the signal must land between the first commit and the last batch's
     # stop check (a 3 s window), or the import rightly completes.
     cmd = driver("--db", str(db), "ingest", str(path), delay=1.5)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a shell's background job (CI run with `&`) inherits SIGINT
+    # ignored, and Python then rightly leaves it ignored.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while stored_units(db) == 0 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
