@@ -98,7 +98,7 @@ def enrich_jobs(
                 stats.cues_kept += len(ex.cues)
                 stats.cues_rejected += ex.rejected
         if written:
-            link_semantic(store.conn, store.mirror("cue"), written, store.params.semantic_k)
+            link_semantic(store.conn, store.mirrors(), written, store.params.semantic_k)
     return len(written)
 
 

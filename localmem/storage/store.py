@@ -248,7 +248,7 @@ class Store:
                         new += 1
                     results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
                 if new_ids:
-                    link_semantic(self.conn, self.mirror("cue"), new_ids, self.params.semantic_k)
+                    link_semantic(self.conn, self.mirrors(), new_ids, self.params.semantic_k)
             return results
 
         return self.retrying(commit)
