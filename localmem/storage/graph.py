@@ -58,11 +58,12 @@ def link_semantic(conn: Conn, view: MirrorView, turn_ids: list[int], k: int) -> 
     owners = cm.turns[rows]
     for a in np.unique(owners):
         a = int(a)
-        few = len(cm.ids) <= LINK_SCAN_ALL or int(np.count_nonzero(owners == a)) < LINK_NEAR_CUES
+        mine = owners == a
+        few = len(cm.ids) <= LINK_SCAN_ALL or int(np.count_nonzero(mine)) < LINK_NEAR_CUES
         cand = None if few else _cues_of_near_turns(view, a)
         codes = cm.codes if cand is None else cm.codes[:, cand]
         own = cm.turns == a if cand is None else cm.turns[cand] == a  # never link a turn to itself
-        for r, vec in zip(rows[owners == a], vecs[owners == a], strict=True):
+        for r, vec in zip(rows[mine], vecs[mine], strict=True):
             dist = hamming.distances(codes, cm.codes[:, r])
             dist[own] = FAR
             short = hamming.shortlist(dist, None, size)
