@@ -253,7 +253,7 @@ def run(
             cues = int(conn.one("SELECT count(*) FROM cues")[0])
         finally:
             conn.close()
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+        size = sum(p.stat().st_size for p in pagecache.files(path))
         asked = queries_for(path, queries + 1)  # reads the store: before its cache state is set
         for mode in cache:
             pagecache.prepare(path, mode)
