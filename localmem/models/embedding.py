@@ -8,7 +8,9 @@ from the original model) ships in ``localmem/data/minilm-vocab.txt``.
 The graph stores its weights as int8 plus a scale and dequantizes them with Cast/Mul
 nodes; onnxruntime's constant folding turns those into fp32 initializers when the
 session is built, so inference runs fp32 GEMMs (no int8 kernels, no dependence of a
-row's result on the other rows of its batch).
+row's result on the other rows of its batch). The word-embedding table is the
+exception: :mod:`localmem.models.onnx_graph` edits the graph at load so its rows are
+dequantized only when gathered (bit-identical output, ~35 MB less per process).
 
 Any GGUF embedding model can be used instead through
 :class:`localmem.models.gguf_embedding.GGUFEmbedder` (llama.cpp).
@@ -30,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from localmem.errors import ModelError
+from localmem.models.onnx_graph import gather_int8_rows
 from localmem.util import heap
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -134,11 +137,13 @@ class OnnxMiniLM:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.log_severity_level = 3
         try:
-            self._session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+            model = gather_int8_rows(Path(path).read_bytes())
+            self._session = ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"cannot load embedding model {path}: {exc}") from exc
+        del model
         self._tokenizer = tok
-        heap.release()  # the graph optimisation's scratch memory (~65 MB) would stay resident
+        heap.release()  # the graph optimisation's scratch memory (~65 MB) and the model bytes would stay resident
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         if self._session is None:
