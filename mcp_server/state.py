@@ -8,6 +8,9 @@ Invariants:
   reconstructs under it, then the model answers while other tools run;
 - a write that still meets "database is locked" after the busy timeout (another process
   held the write lock that long) is retried with back-off before it reaches the client;
+- the C heap that calls freed goes back to the system once the calls stop for a second
+  (:class:`localmem.util.heap.IdleRelease`), so an idle server holds its live data,
+  not its busiest moment;
 - the enrichment worker runs in a thread of its own with its own store connection
   (one connection per thread), only when a model is configured, and stops with the
   lifespan.
@@ -31,6 +34,7 @@ from localmem.errors import LocalmemError, ModelError
 from localmem.models.llm import Generator
 from localmem.storage.retry import BUSY_ERRORS, retry_locked
 from localmem.storage.store import Store
+from localmem.util.heap import IdleRelease
 
 log = logging.getLogger("localmem.mcp")
 R = TypeVar("R")
@@ -54,6 +58,7 @@ class AppState:
     worker: WorkerStatus = field(default_factory=WorkerStatus)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _idle: IdleRelease = field(default_factory=IdleRelease)
 
     async def call(self, fn: Callable[..., R], *args: Any, write: bool = False, **kwargs: Any) -> R:
         """Run a library call on the store: serialised, off the event loop, errors translated."""
@@ -65,13 +70,19 @@ class AppState:
             with self.lock:
                 return job()
 
-        return await _off_loop(locked)
+        try:
+            return await _off_loop(locked)
+        finally:
+            self._idle.poke()
 
     async def generate(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         """Run a model call that does not touch the store: off the event loop and WITHOUT
         the store lock, so other tools go on while the model works (the generator
         serialises its own calls), errors translated."""
-        return await _off_loop(functools.partial(fn, *args, **kwargs))
+        try:
+            return await _off_loop(functools.partial(fn, *args, **kwargs))
+        finally:
+            self._idle.poke()
 
     # -- the enrichment worker ---------------------------------------------------------
 
@@ -88,6 +99,7 @@ class AppState:
         self._thread.start()
 
     def stop_worker(self, timeout: float = 30.0) -> None:
+        self._idle.cancel()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)

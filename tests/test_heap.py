@@ -40,3 +40,33 @@ def test_release_returns_freed_heap_pages() -> None:
     before, after, ok = out.stdout.split()
     assert ok == "True"
     assert int(before) - int(after) > 100_000  # kB: most of the freed 150 MB left the process
+
+
+def test_idle_release_trims_once_after_a_burst_of_calls() -> None:
+    import threading
+    import time
+
+    from localmem.util.heap import IdleRelease
+
+    calls: list[float] = []
+    done = threading.Event()
+
+    def fake_release() -> None:
+        calls.append(time.monotonic())
+        done.set()
+
+    idle = IdleRelease(delay=0.3, release=fake_release)
+    last = 0.0
+    for _ in range(5):  # a burst: each poke pushes the trim back
+        idle.poke()
+        last = time.monotonic()
+        time.sleep(0.05)
+    assert done.wait(10)
+    time.sleep(0.6)  # a second trim would have come by now
+    assert len(calls) == 1
+    assert calls[0] - last >= 0.3
+
+    idle.poke()
+    idle.cancel()  # the server stops: no trim after it
+    time.sleep(0.6)
+    assert len(calls) == 1
