@@ -131,11 +131,15 @@ def test_bench_scale_prints_its_table(tmp_path: Path) -> None:
     assert min(stages[k] for k in ("embed", "lexical", "dense", "features", "pack")) > 0  # each one really timed
     assert 0.5 * row["p50_ms"] < sum(stages.values()) < 1.5 * row["p95_ms"]
     assert "median ms per query by stage" in proc.stdout
+    # a real MCP server answered over stdio and was measured idle: the query process plus the SDK
+    assert "mcp_error" not in row, row
+    assert row["mcp_idle_mb"] > row["mirror_mb"] and row["mcp_peak_mb"] >= row["mcp_idle_mb"] > row["idle_mb"] - 50
+    assert "mcp_idle_mb" in lines[1]
 
 
 def test_bench_scale_serves_each_size_once_per_cache_mode(tmp_path: Path) -> None:
     args = ["--turns", "300", "--queries", "3", "--cache", "warm,cold", "--workdir", str(tmp_path), "--json"]
-    proc = run_cli("bench", "scale", *args)
+    proc = run_cli("bench", "scale", *args, "--no-mcp")
     lines = proc.stdout.strip().splitlines()
     result = json.loads(lines[-1])
     assert result["cache"] == ["warm", "cold"]
@@ -143,6 +147,7 @@ def test_bench_scale_serves_each_size_once_per_cache_mode(tmp_path: Path) -> Non
     assert "error" not in warm and "error" not in cold, result["rows"]
     assert (warm["turns"], warm["cache"]) == (300, "warm") and (cold["turns"], cold["cache"]) == (300, "cold")
     assert warm["queries"] == cold["queries"] == 3 and warm["db_mb"] == cold["db_mb"]
+    assert "mcp_idle_mb" not in warm and "mcp_idle_mb" not in cold  # --no-mcp
     assert warm["cached_pct"] == 100.0  # the whole file was read just before
     if fs_type(tmp_path) not in ("tmpfs", "ramfs"):  # a file in memory only cannot be evicted
         assert cold["cached_pct"] == 0.0

@@ -24,6 +24,11 @@ Each size is served once per page-cache mode (``cache``, :mod:`localmem.bench.pa
 ``warm`` reads the store file into the OS page cache first, ``cold`` evicts it, ``as-is``
 leaves it; ``cached_pct`` is the share of the file's pages cached just before the query
 process starts.
+
+``mcp_idle_mb`` (once per size, on its first row; ``--no-mcp`` skips it) is the
+resident memory of a fresh MCP server on the store after 5 ``reconstruct`` calls and
+3 s idle (:mod:`localmem.bench.mcp_memory`): the query process's figure plus the MCP
+SDK and the server's own state.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from localmem.bench import pagecache, synthetic
+from localmem.bench import mcp_memory, pagecache, synthetic
 from localmem.config import Settings, load_settings
 from localmem.models.embedding import Embedder
 from localmem.models.registry import default_embedder
@@ -66,6 +71,7 @@ COLUMNS = [
     "anon_mb",
     "file_mb",
     "mirror_mb",
+    "mcp_idle_mb",
     "db_mb",
     "build_s",
 ]
@@ -240,6 +246,7 @@ def run(
     memory_cap_mb: int = 0,
     timeout: float = 3600.0,
     cache: Sequence[str] = ("warm", "cold"),
+    mcp: bool = True,
 ) -> dict[str, Any]:
     """Per size, build (or keep) the store, then serve it once per cache mode in ``cache``,
     in that order: one row per size and mode."""
@@ -266,6 +273,11 @@ def run(
                 "build_s": round(build_s, 1),
             }
             row.update(serve_in_child(path, asked, budget, memory_cap_mb, timeout))
+            if mcp and mode == cache[0]:
+                try:
+                    row.update(mcp_memory.idle_server_mb(path, asked[:5]))
+                except Exception as exc:  # the row keeps its other figures; the failure is shown
+                    row["mcp_error"] = f"MCP server: {exc}"
             rows.append(row)
             log(f"{n} ({mode}): {row}")
     return {
@@ -283,15 +295,17 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         f"scale ({result['embedder']}; synthetic {result['generator']} stores; reconstruct at {result['budget']} "
         f"tokens, query embedding included; {result['queries']} queries in a fresh process; rss = its peak, "
-        "idle = after the first query, anon/file = private / file-backed after the queries; cache = page-cache "
+        "idle = after the first query, anon/file = private / file-backed after the queries; mcp_idle = an MCP "
+        "server after 5 calls and 3 s idle; cache = page-cache "
         "state set before the process starts, cached_pct = share of the db file's pages cached then)",
         " | ".join(f"{c:>9}" for c in COLUMNS),
         "-" * (12 * len(COLUMNS)),
     ]
     for r in result["rows"]:
         lines.append(" | ".join(f"{_cell(r.get(c))!s:>9}" for c in COLUMNS))
-        if "error" in r:
-            lines.append(f"  {r['turns']} ({r.get('cache', '-')}): {r['error']}")
+        for key in ("error", "mcp_error"):
+            if key in r:
+                lines.append(f"  {r['turns']} ({r.get('cache', '-')}): {r[key]}")
     lines += ["", "median ms per query by stage", " | ".join(f"{c:>9}" for c in ["turns", "cache", *STAGES])]
     for r in result["rows"]:
         st = r.get("stages_ms", {})

@@ -39,6 +39,12 @@ def add_scale_parsers(bsub: Any) -> None:
         help="page-cache states to serve each size in, in order, one row each: warm (store file read into the "
         "OS page cache first), cold (its pages evicted first), as-is (left as found) (default warm,cold)",
     )
+    c.add_argument(
+        "--no-mcp",
+        action="store_true",
+        help="skip mcp_idle_mb: the resident memory of a fresh MCP server (stdio) after it answered 5 "
+        "reconstruct calls and sat idle 3 s, measured once per size",
+    )
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here and reuse them (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_scale)
@@ -90,6 +96,7 @@ def _run_scale(args: argparse.Namespace, settings: Settings) -> int:
         budget=args.budget,
         memory_cap_mb=args.memory_cap_mb,
         cache=modes,
+        mcp=not args.no_mcp,
     )
     print(scale.table(result))
     if args.json:
