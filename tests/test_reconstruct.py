@@ -6,11 +6,14 @@ from hypothesis import strategies as st
 
 from localmem.errors import InputError
 from localmem.records import SessionIn, TurnIn
-from localmem.retrieval.packing import NOTE, QUOTE, Candidate, pack, quote, render, rrf, unquote
-from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.queries import TurnRow
+from localmem.retrieval.packing import NOTE, QUOTE, Candidate, line_words, pack, quote, render, rrf, unquote
+from localmem.retrieval.pool import candidate_pool
+from localmem.retrieval.reconstruct import reconstruct, select
+from localmem.retrieval.scorer import DEFAULT_WEIGHTS
+from localmem.storage import queries
+from localmem.storage.queries import Filter, TurnRow
 from localmem.storage.store import Store
-from localmem.util.text import count_tokens
+from localmem.util.text import count_tokens, words_for_tokens
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -55,6 +58,33 @@ def test_pack_never_exceeds_budget(words: list[int], budget: int, scores: object
     assert keys == sorted(keys)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=120),
+    budget=st.integers(min_value=1, max_value=3000),
+    seed=st.randoms(use_true_random=False),
+)
+def test_pack_reading_rows_on_demand_chooses_the_same_turns(words: list[int], budget: int, seed: object) -> None:
+    rows = _rows(words)
+    order = list(rows)
+    seed.shuffle(order)  # type: ignore[attr-defined]
+    cands = [Candidate(i, 1.0, "anchor") for i in order]
+    reads: list[list[int]] = []
+
+    def fetch(ids: list[int]) -> dict[int, TurnRow]:
+        reads.append(ids)
+        return {i: rows[i] for i in ids}
+
+    got: dict[int, TurnRow] = {}
+    lazy = pack(cands, got, budget, words=[line_words(rows[i]) for i in order], fetch=fetch)
+    assert lazy == pack(cands, rows, budget)
+    read = [i for batch in reads for i in batch]
+    assert len(read) == len(set(read)) == len(got)  # each row read once, and kept
+    assert {c.turn_id for c in lazy} <= set(got)
+    # a turn whose line alone is longer than the whole budget is never read
+    assert all(line_words(rows[i]) + 1 <= words_for_tokens(budget) for i in read)
+
+
 def test_pack_prefers_higher_scores_and_skips_what_does_not_fit() -> None:
     rows = _rows([50, 5, 5])
     cands = [Candidate(0, 1.0, "anchor"), Candidate(1, 0.5, "anchor"), Candidate(2, 0.1, "anchor")]
@@ -76,6 +106,22 @@ def test_reconstruct_budget_order_and_evidence(store: Store, garden_sessions: li
     ctx = reconstruct(store, "When did Ana plant tomatoes?", 400)
     assert "I planted tomatoes in the garden today. They need sun." in ctx.text
     assert "# 2024-01-05 10:00 (session s1)" in ctx.text
+
+
+def test_select_reads_rows_on_demand_and_packs_as_with_every_row(
+    store: Store, garden_sessions: list[SessionIn]
+) -> None:
+    store.write_sessions(garden_sessions)
+    for query in ("When did Ana plant tomatoes?", "garden sun", "what did Ben say"):
+        for budget in (15, 40, 80, 400):
+            pool = candidate_pool(store, query, Filter(), DEFAULT_WEIGHTS)
+            assert pool is not None
+            sel = select(store, pool, DEFAULT_WEIGHTS.probability(pool.feats), budget)
+            every = queries.turn_rows(store.conn, [c.turn_id for c in sel.ranked])
+            # the mirror's line words, which packing trusts to skip rows unread, are the packer's own
+            assert [int(w) for w in pool.words] == [line_words(every[int(t)]) for t in pool.turn_ids]
+            assert pack(sel.ranked, every, budget) == sel.packed
+            assert {c.turn_id for c in sel.chosen} <= set(sel.rows)
 
 
 def test_as_of_hides_later_turns(store: Store, garden_sessions: list[SessionIn]) -> None:

@@ -68,7 +68,9 @@ def check_budget(store: Store, budget_tokens: int) -> None:
 @dataclass
 class Selection:
     """What packing made of a scored pool: every candidate in packing order, what the
-    packer chose, and the final choice after CABLE's expansion (``added`` turns)."""
+    packer chose, and the final choice after CABLE's expansion (``added`` turns).
+    ``rows`` holds the rows read: every chosen turn's, not every candidate's (packing
+    skips unread the turns too long for what is left)."""
 
     ranked: list[Candidate]
     rows: dict[int, TurnRow]
@@ -86,8 +88,12 @@ def select(store: Store, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Se
     late = np.array([pool.reasons[j][0] == "extracted" for j in order], dtype=bool)
     order = np.concatenate([order[~late], order[late]]) if late.any() else order
     cands = [Candidate(int(pool.turn_ids[j]), float(prob[j]), *pool.reasons[j]) for j in order]
-    rows = queries.turn_rows(store.conn, [c.turn_id for c in cands])
-    packed = pack(cands, rows, budget_tokens)
+    rows: dict[int, TurnRow] = {}  # read as packing reaches them: most of a pool never fits
+
+    def fetch(ids: list[int]) -> dict[int, TurnRow]:
+        return queries.turn_rows(store.conn, ids)
+
+    packed = pack(cands, rows, budget_tokens, words=[int(pool.words[j]) for j in order], fetch=fetch)
     chosen, added = packed, 0
     if store.params.cable:
         chosen, added = cable.expand(store, pool.qvec, pool.visible, packed, rows, budget_tokens)

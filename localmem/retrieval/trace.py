@@ -25,6 +25,7 @@ from localmem.retrieval.packing import context_words, line_words
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.reconstruct import context_of, read_args, select
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.storage import queries
 from localmem.storage.queries import TurnRow
 from localmem.storage.store import Store
 from localmem.util.text import words_for_tokens
@@ -91,6 +92,8 @@ def trace(
             return Trace(Context(query, "", 0, budget_tokens, (), {"candidates": 0}), (), 0, cap, 0)
         prob = weights.probability(pool.feats)
         sel = select(store, pool, prob, budget_tokens)
+        missing = [c.turn_id for c in sel.ranked if c.turn_id not in sel.rows]
+        sel.rows.update(queries.turn_rows(store.conn, missing))  # packing read only the rows that could fit
     ctx = context_of(query, pool, sel, budget_tokens)
     row_of = {int(t): j for j, t in enumerate(pool.turn_ids)}
     packed = {c.turn_id for c in sel.packed}
