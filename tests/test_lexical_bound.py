@@ -3,6 +3,8 @@ FTS5 tables, the work counted in SQLite virtual-machine steps (a progress handle
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,38 @@ def test_the_bound_is_a_checked_setting() -> None:
     assert RetrievalParams().lexical_max_rows > 0
     with pytest.raises(ConfigError):
         RetrievalParams(lexical_max_rows=-1)
+
+
+def test_term_counts_are_reused_until_any_process_or_this_connection_changes_the_store(tmp_path: Path) -> None:
+    conn = _store(tmp_path, alpha_every=10)  # "alpha" in 2,001 documents, "zebra" in 3
+    statements: list[str] = []
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        statements.append(sql)
+        return True
+
+    conn.exec_trace = trace
+
+    def matched() -> set[int]:
+        statements.clear()
+        ids, _ = queries.lexical(conn, "turns_fts", "zebra alpha", -1, max_rows=2_004)
+        return {int(i) for i in ids}
+
+    def counted() -> int:
+        return sum("count(*)" in s for s in statements)
+
+    assert len(matched()) == 2_003 and counted() == 2  # 3 + 2,001 fit the bound: both terms (one shared)
+    assert len(matched()) == 2_003 and counted() == 0  # nothing changed: the counts are reused
+
+    # another process commits one more "alpha" document: 3 + 2,002 no longer fit
+    code = (
+        "import sys, apsw; c = apsw.Connection(sys.argv[1]); "
+        "c.execute(\"INSERT INTO turns_fts(rowid, doc) VALUES (30001, 'alpha extra')\")"
+    )
+    subprocess.run([sys.executable, "-c", code, str(conn.filename)], check=True)
+    assert matched() == set(RARE) and counted() == 2  # recounted: "alpha" is left out now
+
+    # this connection takes it away again, inside a transaction it has not committed yet
+    with db.transaction(conn):
+        conn.execute("DELETE FROM turns_fts WHERE rowid = 30001")
+        assert len(matched()) == 2_003 and counted() == 2

@@ -50,6 +50,20 @@ class Conn(apsw.Connection):
             raise NotFound(f"no row where one was expected: {' '.join(statements.split())[:120]}")
         return row
 
+    def content_cache(self, name: str) -> dict[Any, Any]:
+        """A dict named ``name`` for values derived from the database's content, kept on
+        this connection and emptied whenever that content may have changed: a commit by
+        another connection or process (``PRAGMA data_version``, read as a statement so
+        it is that of the caller's transaction) or a row changed by this connection,
+        committed or not (``total_changes``)."""
+        key = (self.one("PRAGMA data_version")[0], self.total_changes())
+        caches: dict[str, Any] = self.__dict__.setdefault("_content_caches", {})
+        if caches.get("") != key:
+            caches.clear()
+            caches[""] = key
+        out: dict[Any, Any] = caches.setdefault(name, {})
+        return out
+
     if TYPE_CHECKING:
 
         def execute(

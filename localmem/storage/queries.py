@@ -130,6 +130,7 @@ STOPWORDS = frozenset(
 )
 
 FTS_TABLES = ("turns_fts", "cues_fts", "extracted_cues_fts")
+_TERM_COUNTS = 20_000  # cached document counts per connection (~3 MB at most)
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,16 @@ def choose_terms(conn: Conn, table: str, match: str, common: tuple[float, int] |
         return terms
     probe = max_rows + 1 if max_rows > 0 else -1
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    df = {t: int(conn.one(sql, (t, probe))[0]) for t in terms}
+    # Document counts are the same for every query until the store changes, and a user's
+    # queries repeat terms (names, their topics): counted once per store state.
+    known = conn.content_cache("fts_term_counts")
+    if len(known) > _TERM_COUNTS:
+        known.clear()
+    df = {}
+    for t in terms:
+        if (table, t, probe) not in known:
+            known[(table, t, probe)] = int(conn.one(sql, (t, probe))[0])
+        df[t] = known[(table, t, probe)]
     if common is not None:
         share, rows = common
         rare = [t for t in terms if df[t] <= share * rows]
