@@ -246,9 +246,12 @@ def _session(ort: Any, model: bytes, opts: Any) -> Any:
         return ort.InferenceSession(model, sess_options=opts, providers=providers)
     fd = os.memfd_create("localmem-embedding-model")
     try:
+        named = f"/proc/self/fd/{fd}"
+        if not os.path.exists(named):  # no /proc mounted (some sandboxes)
+            return ort.InferenceSession(model, sess_options=opts, providers=providers)
         with os.fdopen(os.dup(fd), "wb") as out:
             out.write(model)
-        return ort.InferenceSession(f"/proc/self/fd/{fd}", sess_options=opts, providers=providers)
+        return ort.InferenceSession(named, sess_options=opts, providers=providers)
     finally:
         os.close(fd)  # the memory goes with the last descriptor
 
