@@ -26,10 +26,11 @@ from localmem.retrieval.features import Signals, Sparse, features
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
 from localmem.storage import queries
+from localmem.storage.mirrors import MirrorView
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
 from localmem.storage.vectable import UNDATED, epoch_seconds, quantize
-from localmem.storage.vectors import MirrorView, TurnMirror, VectorMirror
+from localmem.storage.vectors import TurnMirror, VectorMirror
 
 
 def _signals(store: Store, view: MirrorView, query: str, qvec: np.ndarray, visible: np.ndarray, m: int) -> Signals:

@@ -22,8 +22,8 @@ import numpy as np
 from localmem.storage import hamming
 from localmem.storage.db import Conn
 from localmem.storage.hamming import FAR
+from localmem.storage.mirrors import MirrorView
 from localmem.storage.vectable import cue_ids_of
-from localmem.storage.vectors import MirrorView
 
 LINK_SHORTLIST = 24  # rescored exactly per new cue, of its Hamming-nearest cues
 # A cue mirror of at most LINK_SCAN_ALL rows is searched whole for each new cue. Past it

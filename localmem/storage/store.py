@@ -29,11 +29,12 @@ from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage import db
 from localmem.storage.graph import link_semantic
+from localmem.storage.mirrors import Mirrors, MirrorView
 from localmem.storage.pipeline import pipelined
 from localmem.storage.prepare import Prepared, Staged, prepare
 from localmem.storage.retry import Patience
 from localmem.storage.vectorize import TurnSpec, turn_doc, turn_vectors
-from localmem.storage.vectors import Mirrors, MirrorView, TurnMirror, VectorMirror
+from localmem.storage.vectors import TurnMirror, VectorMirror
 from localmem.util.text import count_words, parse_time
 
 Progress = Callable[[int], None]
