@@ -20,10 +20,10 @@ from localmem.bench import synthetic
 from localmem.config import Settings
 from localmem.models.embedding import OnnxMiniLM
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db, hamming
+from localmem.storage import db, hamming, vectors
 from localmem.storage.store import Store
 from localmem.storage.vectable import UNDATED, quantize
-from localmem.storage.vectors import RESCORED
+from localmem.storage.vectors import FILE_SHORTLIST, RESCORED, SHORTLIST
 
 from .conftest import HashEmbedder
 
@@ -117,6 +117,32 @@ def test_a_table_read_from_the_file_rescores_only_the_asymmetric_best(minilm_sto
     # Measured on these near-duplicate sentences: the estimate's top 10 holds 0.74 / 0.76 (turns /
     # cues) of the exact top 10, the Hamming top 10 0.68 / 0.68; a wrong estimate falls far below.
     assert float(np.mean(asym_hits)) > float(np.mean(ham_hits)) + 0.04, (np.mean(asym_hits), np.mean(ham_hits))
+
+
+def test_a_table_read_from_the_file_shortlists_wider_at_no_extra_reads(minilm_store: Store) -> None:
+    """Past HELD_ROWS the shortlist widens to FILE_SHORTLIST (ranked in memory by the
+    estimate) while reads stay at RESCORED; a held table keeps its SHORTLIST, all exact."""
+    held = minilm_store.mirror("cue")
+    wide = 600  # this store has 800 cues: a shortlist narrower than the table, wider than SHORTLIST
+    assert len(held.ids) > wide > SHORTLIST and FILE_SHORTLIST > SHORTLIST
+    m = copy.copy(held)
+    m.held = None
+    sizes, reads = [], []
+    real_vectors, real_estimate = m.vectors, hamming.asymmetric
+    m.vectors = lambda conn, pos: reads.append(len(pos)) or real_vectors(conn, pos)  # type: ignore[method-assign]
+
+    def estimate(codes: np.ndarray, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+        sizes.append(len(rows))
+        return real_estimate(codes, rows, q)
+
+    q = minilm_store.embedder.embed(["What did Ana do with the bike?"])[0]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hamming, "asymmetric", estimate)
+        mp.setattr(vectors, "FILE_SHORTLIST", wide)
+        m.nearest(minilm_store.conn, q, K)
+        held_pos, _ = held.nearest(minilm_store.conn, q, K)
+    assert sizes == [wide] and reads == [RESCORED]  # the held table never estimates
+    assert len(held_pos) == K
 
 
 def test_codes_are_the_stored_vectors_sign_bits(minilm_store: Store) -> None:
