@@ -138,6 +138,10 @@ def test_term_counts_are_reused_until_any_process_or_this_connection_changes_the
     assert matched() == set(RARE) and counted() == 2  # recounted: "alpha" is left out now
 
     # this connection takes it away again, inside a transaction it has not committed yet
-    with db.transaction(conn):
+    with pytest.raises(RuntimeError), db.transaction(conn):
         conn.execute("DELETE FROM turns_fts WHERE rowid = 30001")
         assert len(matched()) == 2_003 and counted() == 2
+        raise RuntimeError("roll back")
+    # rolled back: the counts seen inside it were not kept
+    assert matched() == set(RARE) and counted() == 2
+    assert matched() == set(RARE) and counted() == 0

@@ -55,7 +55,10 @@ class Conn(apsw.Connection):
         this connection and emptied whenever that content may have changed: a commit by
         another connection or process (``PRAGMA data_version``, read as a statement so
         it is that of the caller's transaction) or a row changed by this connection,
-        committed or not (``total_changes``)."""
+        committed or not (``total_changes``). Inside a write transaction, whose rows may
+        yet roll back without moving either counter, nothing is kept (a fresh dict)."""
+        if self.txn_state("main") == apsw.SQLITE_TXN_WRITE:
+            return {}
         key = (self.one("PRAGMA data_version")[0], self.total_changes())
         caches: dict[str, Any] = self.__dict__.setdefault("_content_caches", {})
         if caches.get("") != key:
