@@ -145,3 +145,8 @@ def test_term_counts_are_reused_until_any_process_or_this_connection_changes_the
     # rolled back: the counts seen inside it were not kept
     assert matched() == set(RARE) and counted() == 2
     assert matched() == set(RARE) and counted() == 0
+
+    # this connection commits the delete: no other process moved data_version, yet it recounts
+    with db.transaction(conn):
+        conn.execute("DELETE FROM turns_fts WHERE rowid = 30001")
+    assert len(matched()) == 2_003 and counted() == 2
