@@ -21,6 +21,8 @@ from typing import Any
 
 import anyio
 
+from localmem.bench import procmem
+
 
 def _children(pid: int) -> list[int]:
     out = []
@@ -35,15 +37,6 @@ def _children(pid: int) -> list[int]:
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         if ppid == pid and b"mcp_server" in cmd:
             out.append(int(entry.name))
-    return out
-
-
-def _status_mb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-            out[key] = int(rest.split()[0]) // 1024
     return out
 
 
@@ -71,5 +64,5 @@ async def _measure(path: Path, queries: list[str], settle_s: float) -> dict[str,
         pids = _children(os.getpid())
         if len(pids) != 1:
             raise RuntimeError(f"expected one mcp_server child process, found {pids}")
-        st = _status_mb(pids[0])
-    return {"mcp_idle_mb": st["VmRSS"], "mcp_peak_mb": st["VmHWM"], "mcp_anon_mb": st["RssAnon"]}
+        st = procmem.status_mb(pids[0])
+    return {"mcp_idle_mb": int(st["VmRSS"]), "mcp_peak_mb": int(st["VmHWM"]), "mcp_anon_mb": int(st["RssAnon"])}

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from localmem.bench import mcp_memory, pagecache, synthetic
+from localmem.bench import mcp_memory, pagecache, procmem, synthetic
 from localmem.config import Settings, load_settings
 from localmem.models.embedding import Embedder
 from localmem.models.registry import default_embedder
@@ -108,7 +108,7 @@ def serve(path: Path, queries: list[str], budget: int, memory_cap_mb: int = 0) -
         t0 = time.perf_counter()
         reconstruct(store, queries[0], budget)  # loads the mirrors and the model
         load_s = time.perf_counter() - t0
-        idle = _status_mb()
+        idle = procmem.status_mb()
         times = []
         stages.reset()
         for q in queries[1:]:
@@ -120,7 +120,7 @@ def serve(path: Path, queries: list[str], budget: int, memory_cap_mb: int = 0) -
         nbytes = getattr(view, "nbytes", None)
         mirror = int(nbytes()) if callable(nbytes) else sum(a.nbytes for a in _arrays(view))
         times.sort()
-        after = _status_mb()
+        after = procmem.status_mb()
         return {
             "p50_ms": round(statistics.median(times), 1),
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
@@ -197,19 +197,6 @@ class Stages:
     def medians(self) -> dict[str, float]:
         keys = [k for k in STAGES if self.per_query and all(k in q for q in self.per_query)]
         return {k: round(statistics.median(q[k] for q in self.per_query), 1) for k in keys}
-
-
-def _status_mb() -> dict[str, float]:
-    """This process's memory lines of ``/proc/self/status`` in MiB (empty off Linux)."""
-    out = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
-                out[key] = int(rest.split()[0]) / 1024
-    except OSError:
-        pass
-    return out
 
 
 def _peak_rss_mb() -> float:
