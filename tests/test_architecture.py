@@ -333,3 +333,106 @@ def test_cycle_finder_on_acyclic_tree(tmp_path: Path) -> None:
         },
     )
     assert cycles(tmp_path, ("pkg",)) == []
+
+
+# Only localmem/storage/ speaks SQL. A string that the code passes around (not a docstring)
+# and that reads as a SQL statement, or a call of a connection's execute methods, anywhere
+# else in the two packages is a leak: the schema would again be spread over the layers above.
+
+SQL_HOME = ("localmem", "storage")
+_SQL_TEXT = [
+    re.compile(p)
+    for p in (
+        r"\bSELECT\b[\s\S]+?\bFROM\b",
+        r"\bINSERT\s+(?:OR\s+[A-Z]+\s+)?INTO\b",
+        r"\bREPLACE\s+INTO\b",
+        r"\bUPDATE\s+\w+\s+SET\b",
+        r"\bDELETE\s+FROM\b",
+        r"\b(?:CREATE|DROP|ALTER)\s+(?:TEMP\s+|VIRTUAL\s+|UNIQUE\s+)?(?:TABLE|INDEX|TRIGGER|VIEW)\b",
+        r"\bPRAGMA\s+\w+",
+        r"^\s*(?:BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|VACUUM|ANALYZE|ATTACH|DETACH)\b",
+        r"\bWITH\s+(?:RECURSIVE\s+)?\w+(?:\s*\([^)]*\))?\s+AS\s*\(",
+        r"(?i)\bselect\s+[\w*,. ]+\s+from\s+\w+\s+(?:where|order\s+by|group\s+by|limit|join)\b",
+        r"(?i)\binsert\s+(?:or\s+\w+\s+)?into\s+\w+\s*\(",
+    )
+]
+_EXECUTE = {"execute", "executemany", "executescript"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string nodes that are statements on their own (docstrings, notes)."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr)
+    }
+
+
+def _literal(node: ast.Constant | ast.JoinedStr) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    # An f-string: its literal parts, with a placeholder word where a value goes.
+    return "".join(v.value if isinstance(v, ast.Constant) else " x " for v in node.values)
+
+
+def sql_leaks(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """``path:line: why`` for each piece of SQL text or execute call outside storage."""
+    found: list[str] = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root)
+            if rel.parts[: len(SQL_HOME)] == SQL_HOME:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            skip = _docstrings(tree)
+            nested = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant | ast.JoinedStr) and id(node) not in skip | nested:
+                    text = _literal(node)
+                    if any(p.search(text) for p in _SQL_TEXT):
+                        found.append(f"{rel}:{node.lineno}: SQL text {text.strip()[:60]!r}")
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXECUTE:
+                    found.append(f"{rel}:{node.lineno}: .{node.func.attr}() call")
+    return found
+
+
+def test_no_sql_outside_storage() -> None:
+    leaks = sql_leaks()
+    assert not leaks, "SQL outside localmem/storage/ (add a named operation there):\n" + "\n".join(leaks)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'rows = conn.one("SELECT id FROM turns WHERE hash = ?", (h,))\n',
+        'q = f"SELECT {col} FROM turns"\n',
+        'q = ("INSERT OR IGNORE INTO tags(name) "\n     "VALUES (?)")\n',
+        'x = "PRAGMA user_version"\n',
+        'x = "BEGIN IMMEDIATE"\n',
+        'x = "DELETE FROM edges"\n',
+        'x = "UPDATE cues SET kind = 1"\n',
+        'x = "select id from turns where hash = ?"\n',
+        "def f(c):\n    c.execute(q)\n",
+        "def f(c):\n    c.executemany(q, rows)\n",
+    ],
+)
+def test_sql_finder_finds_planted_sql(tmp_path: Path, source: str) -> None:
+    _plant(tmp_path, {"localmem/__init__.py": "", "localmem/ui/__init__.py": "", "localmem/ui/v.py": source})
+    assert len(sql_leaks(tmp_path, ("localmem",))) == 1
+
+
+def test_sql_finder_leaves_storage_docstrings_and_prose_alone(tmp_path: Path) -> None:
+    _plant(
+        tmp_path,
+        {
+            "localmem/__init__.py": "",
+            "localmem/storage/__init__.py": "",
+            "localmem/storage/q.py": 'def f(c):\n    return c.execute("SELECT id FROM turns")\n',
+            "localmem/ui/v.py": (
+                '"""Reads through storage (SELECT ... FROM turns lives there)."""\n'
+                'HELP = "select the turns from a session, then delete from the list what you do not need"\n'
+                'MSG = "Update the settings and begin again"\n'
+            ),
+        },
+    )
+    assert sql_leaks(tmp_path, ("localmem",)) == []
