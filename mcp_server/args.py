@@ -1,6 +1,7 @@
 """What every MCP tool module shares: the context type, the lifespan state accessor, the
-argument types with their documented limits, and the check each call's arguments pass
-before a tool runs (:class:`CheckedTool`).
+argument types with their documented limits (:func:`annotation` turns a toolkit catalog
+argument into one), and the check each call's arguments pass before a tool runs
+(:class:`CheckedTool`).
 
 Invariants:
 - every limit a client can hit is a constant here (or a setting) and is stated in the
@@ -15,34 +16,43 @@ Invariants:
 # No ``from __future__ import annotations``: the SDK reads these annotations at
 # registration to build schemas and to find the Context parameter.
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import Field, ValidationError
 
-from localmem import toolkit
+from localmem.toolkit import catalog
+from localmem.toolkit.catalog import MAX_ID as MAX_ID  # the catalog's limits, for the other tools too
+from localmem.toolkit.catalog import MAX_LABEL_CHARS as MAX_LABEL_CHARS
 from mcp_server.state import AppState
 
 Ctx = Context[AppState, Any]
 
 MAX_TURNS_PER_CALL = 500  # turns in one remember call
 MAX_CHARS_PER_CALL = 1_000_000  # characters of text in one remember call, all turns together
-MAX_LABEL_CHARS = 200  # a session key, speaker, scope, person
 MAX_QUERY_CHARS = 2000
-MAX_ID = 2**63 - 1  # SQLite's largest integer
 ERRORS_SHOWN = 3
 
-Limit = Annotated[int, Field(ge=1, le=toolkit.MAX_LIMIT, description=f"page size (at most {toolkit.MAX_LIMIT})")]
-Offset = Annotated[int, Field(ge=0, le=toolkit.MAX_OFFSET, description="items to skip (the previous next_offset)")]
-TurnId = Annotated[int, Field(ge=1, le=MAX_ID, description="a turn id from an earlier result")]
-Scope = Annotated[
-    str | None, Field(max_length=MAX_LABEL_CHARS, description="only this session key or source (e.g. 'mcp')")
-]
-When = Annotated[
-    str | None, Field(max_length=64, description="ISO 8601 date or time, e.g. 2024-05-01 or 2024-05-01T14:30")
-]
+
+def annotation(arg: catalog.Arg) -> Any:
+    """The type a tool parameter declares for ``arg``: its kind (null allowed when it is
+    optional without a default), with its limits and description as the schema states them."""
+    base: Any
+    if arg.choices is not None:
+        base = Literal[arg.choices]
+    elif arg.kind == "strs":
+        base = list[Annotated[str, Field(max_length=arg.item_max_length)]]
+    else:
+        base = int if arg.kind == "int" else str
+    limits: dict[str, Any] = {"ge": arg.ge, "le": arg.le, "min_length": arg.min_length, "max_length": arg.max_length}
+    meta = Field(description=arg.doc, **{k: v for k, v in limits.items() if v is not None})
+    return Annotated[base | None if arg.nullable else base, meta]
+
+
+Scope = annotation(catalog.SCOPE)
+When = annotation(catalog.when("as_of"))
 
 
 def state(ctx: Ctx) -> AppState:

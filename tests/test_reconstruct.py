@@ -232,3 +232,37 @@ def test_a_feature_without_weight_is_skipped_only_when_weights_say_so(
         coef[col] = 1.0
         weighted = candidate_pool(store, q, Filter(), dataclasses.replace(DEFAULT_WEIGHTS, coef=tuple(coef)))
         assert weighted is not None and np.array_equal(weighted.feats, every.feats)
+
+
+def test_trace_selects_what_reconstruct_selects(store: Store, garden_sessions: list[SessionIn]) -> None:
+    """trace is the one read path with a recorder: for the same query, budget, filter and
+    weights (also weights that use a feature the default leaves 0), it places exactly the
+    turns reconstruct places, and giving reconstruct a recorder changes nothing."""
+    import dataclasses
+
+    from localmem.retrieval.reconstruct import Recorder
+    from localmem.retrieval.scorer import FEATURES
+    from localmem.retrieval.trace import trace
+
+    store.write_sessions(garden_sessions)
+    coef = list(DEFAULT_WEIGHTS.coef)
+    coef[FEATURES.index("scent")] = 3.0
+    coef[FEATURES.index("bm_n")] = -1.0
+    other = dataclasses.replace(DEFAULT_WEIGHTS, coef=tuple(coef))
+    seen = set()
+    for weights in (DEFAULT_WEIGHTS, other):
+        for q in ("When did Ana plant tomatoes?", "bike chain shop", "what did Ben say", "zzqx"):
+            for budget in (15, 40, 400):
+                for kw in ({}, {"as_of": "2024-02-15"}, {"scope": "s1"}):
+                    ctx = reconstruct(store, q, budget, weights=weights, **kw)
+                    t = trace(store, q, budget, weights=weights, **kw)
+                    assert t.context == ctx
+                    placed = [x.turn_id for x in t.turns if x.status in ("packed", "antecedent")]
+                    assert sorted(placed) == sorted(e.turn_id for e in ctx.turns)
+                    rec = Recorder()
+                    assert reconstruct(store, q, budget, weights=weights, recorder=rec, **kw) == ctx
+                    if rec.selection is not None:
+                        assert sorted(c.turn_id for c in rec.selection.chosen) == sorted(e.turn_id for e in ctx.turns)
+                        assert {c.turn_id for c in rec.selection.ranked} <= set(rec.selection.rows)
+                    seen.add(tuple(e.turn_id for e in ctx.turns))
+    assert len(seen) > 3  # the cases differ: the comparison is not between empty contexts

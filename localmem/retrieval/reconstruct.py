@@ -5,6 +5,12 @@ pool and its features come from ``pool``, the probability of being evidence from
 ``scorer``, budgeted packing and rendering from ``packing``, antecedent expansion from
 ``cable``. Neighbours are never added blindly: they compete on the scorer's probability
 per word under the hard token cap.
+
+One read path: ``trace`` explains a read by giving ``reconstruct`` a :class:`Recorder`,
+never by running the steps itself. Without one the path does no extra work (one
+``is None`` test); with one, the pool computes every feature (also those the weights
+leave 0, which cannot change a probability) and the rows of every ranked candidate are
+read in the read's own snapshot.
 """
 
 from __future__ import annotations
@@ -33,15 +39,17 @@ def reconstruct(
     scope: str | None = None,
     *,
     weights: Weights = DEFAULT_WEIGHTS,
+    recorder: Recorder | None = None,
 ) -> Context:
     """The context of at most ``budget_tokens`` (default: the configured budget) that
-    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given."""
+    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given.
+    ``recorder``, when given, keeps what the read decided (``trace``)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
-        pool = candidate_pool(store, query, flt, weights)
+        pool = candidate_pool(store, query, flt, weights if recorder is None else None)
         if pool is None:
             return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens)
+        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens, recorder)
 
 
 def read_args(
@@ -100,9 +108,31 @@ def select(store: Store, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Se
     return Selection(cands, rows, packed, chosen, added)
 
 
-def assemble(store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int) -> Context:
+@dataclass
+class Recorder:
+    """What one read decided, kept for explaining it: the scored pool (every feature
+    computed), the selection, and the row of every ranked candidate. Empty (``pool``
+    None) when nothing was visible or matched."""
+
+    pool: Pool | None = None
+    prob: np.ndarray | None = None
+    selection: Selection | None = None
+
+    def keep(self, store: Store, pool: Pool, prob: np.ndarray, sel: Selection) -> None:
+        self.pool, self.prob, self.selection = pool, prob, sel
+        # Packing reads only the rows that could fit; an explanation shows every candidate.
+        missing = [c.turn_id for c in sel.ranked if c.turn_id not in sel.rows]
+        sel.rows.update(queries.turn_rows(store.conn, missing))
+
+
+def assemble(
+    store: Store, query: str, pool: Pool, prob: np.ndarray, budget_tokens: int, recorder: Recorder | None = None
+) -> Context:
     """Pack a scored pool into the budget and render it."""
-    return context_of(query, pool, select(store, pool, prob, budget_tokens), budget_tokens)
+    sel = select(store, pool, prob, budget_tokens)
+    if recorder is not None:
+        recorder.keep(store, pool, prob, sel)
+    return context_of(query, pool, sel, budget_tokens)
 
 
 def context_of(query: str, pool: Pool, sel: Selection, budget_tokens: int) -> Context:

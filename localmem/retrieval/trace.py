@@ -1,9 +1,10 @@
 """Why a context holds what it holds: the read path of ``reconstruct`` with every
 candidate kept and explained. No LLM, no writes.
 
-``trace`` runs the same steps as ``reconstruct`` (``candidate_pool``, the scorer's
-probability, ``reconstruct.select``: packing and CABLE's expansion, then
-``reconstruct.context_of``), so its context is exactly the one a client gets; beside it,
+``trace`` is ``reconstruct`` itself, given a :class:`~localmem.retrieval.reconstruct.Recorder`
+that keeps the scored pool and the selection (packing and CABLE's expansion), so its
+context is exactly the one a client gets and there is no second copy of the read path;
+beside it,
 each candidate turn with the reason it entered the pool (anchor / temporal / semantic /
 extracted, or antecedent for a turn CABLE brought in), its probability of being
 evidence, its value per word (the packing order), its features, and what became of it:
@@ -22,10 +23,8 @@ from typing import Any
 
 from localmem.records import Context
 from localmem.retrieval.packing import context_words, line_words
-from localmem.retrieval.pool import candidate_pool
-from localmem.retrieval.reconstruct import context_of, read_args, select
+from localmem.retrieval.reconstruct import Recorder, reconstruct
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.storage import queries
 from localmem.storage.queries import TurnRow
 from localmem.storage.store import Store
 from localmem.util.text import words_for_tokens
@@ -84,17 +83,12 @@ def trace(
 ) -> Trace:
     """``reconstruct(store, query, budget_tokens, as_of, scope)`` with every candidate
     turn, its reason, score, features and fate (see the module docstring)."""
-    budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
-    cap = words_for_tokens(budget_tokens)
-    with store.snapshot():  # one commit for pool, rows and CABLE, as reconstruct reads
-        pool = candidate_pool(store, query, flt)
-        if pool is None:
-            return Trace(Context(query, "", 0, budget_tokens, (), {"candidates": 0}), (), 0, cap, 0)
-        prob = weights.probability(pool.feats)
-        sel = select(store, pool, prob, budget_tokens)
-        missing = [c.turn_id for c in sel.ranked if c.turn_id not in sel.rows]
-        sel.rows.update(queries.turn_rows(store.conn, missing))  # packing read only the rows that could fit
-    ctx = context_of(query, pool, sel, budget_tokens)
+    rec = Recorder()
+    ctx = reconstruct(store, query, budget_tokens, as_of, scope, weights=weights, recorder=rec)
+    cap = words_for_tokens(ctx.budget_tokens)
+    pool, sel = rec.pool, rec.selection
+    if pool is None or sel is None:
+        return Trace(ctx, (), 0, cap, 0)
     row_of = {int(t): j for j, t in enumerate(pool.turn_ids)}
     packed = {c.turn_id for c in sel.packed}
     final = {c.turn_id for c in sel.chosen}

@@ -15,6 +15,8 @@ This package re-exports the whole public API; import from here. Its modules:
   one turn in full, sessions;
 - :mod:`~localmem.toolkit.people`: person -> aspects -> facts, topics -> turns,
   theme -> its session topics.
+- :mod:`~localmem.toolkit.catalog`: the tools declared once (names, descriptions,
+  arguments, the function each runs), for the MCP server and the explore loop.
 
 Invariants (each module states its own part):
 - read-only: plain SELECTs on ``store.conn`` plus the in-memory vector mirrors;

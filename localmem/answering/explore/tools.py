@@ -1,8 +1,10 @@
 """The tools the exploring model may call, and running one call safely.
 
-Each tool is a toolkit function (``localmem.toolkit``) with the arguments a model may
-give it, small per-call limits and a one-line doc for the prompt. :func:`run_call`
-validates a call the model wrote, runs it and shows the model a compact, cut result.
+The tools are the traversal catalog's (:data:`localmem.toolkit.catalog.TOOLS`, the same
+list the MCP server offers), each seen through its ``Local`` view: the arguments a model
+may give, the small per-call limits fixed for it and a one-line doc for the prompt.
+:func:`run_call` validates a call the model wrote, runs it and shows the model a compact,
+cut result.
 
 Invariants:
 - a call never raises: unknown tools, bad arguments and toolkit errors (no such cue,
@@ -16,17 +18,17 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
 
-from localmem import toolkit
 from localmem.errors import InputError, LocalmemError
 from localmem.storage.store import Store
+from localmem.toolkit import catalog
 from localmem.toolkit.common import _time, _visible
 
 RESULT_CHARS = 700  # one call's result as the model sees it
-RESULT_ITEMS = 5  # items per call (the toolkit's limit, clamped)
+RESULT_ITEMS = catalog.LOCAL_ITEMS  # items per call (the toolkit's limit, clamped)
 SNIPPET_CHARS = 160  # a turn's text inside a result
 
 
@@ -34,101 +36,40 @@ SNIPPET_CHARS = 160  # a turn's text inside a result
 class Param:
     type: str  # "str" / "int"
     required: bool = False
-    doc: str = ""
 
 
 @dataclass(frozen=True)
 class Tool:
+    """A catalog tool as the local model sees it."""
+
     name: str
     doc: str
     params: dict[str, Param]
-    run: Callable[..., Any]
+    spec: catalog.ToolSpec
+    fixed: Mapping[str, Any]
     scoped: bool = False  # takes as_of / scope
 
-
-def _tools() -> dict[str, Tool]:
-    t = toolkit
-    s, i = "str", "int"
-    tools = [
-        Tool(
-            "search_cues",
-            "find cues (phrases, keywords, facts) matching a text; start here",
-            {"text": Param(s, True, "words to look for")},
-            lambda st, text, **kw: t.search_cues(st, text, limit=RESULT_ITEMS, **kw),
-            scoped=True,
-        ),
-        Tool(
-            "cue_tags",
-            "the tags (relation labels) of a cue",
-            {"cue": Param(s, True, "cue text")},
-            lambda st, cue: t.cue_tags(st, cue, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "cue_turns",
-            "turns where a cue occurs, optionally with one tag",
-            {"cue": Param(s, True, "cue text"), "tag": Param(s, doc="tag name")},
-            lambda st, cue, tag=None: t.cue_turns(st, cue, tag, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "turn_cues",
-            "the cues and tags of a turn",
-            {"turn_id": Param(i, True)},
-            lambda st, turn_id: t.turn_cues(st, turn_id, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "turn_context",
-            "the turns around a turn and the turns linked to it",
-            {"turn_id": Param(i, True)},
-            lambda st, turn_id: t.turn_context(st, turn_id, window=1, links=3),
-        ),
-        Tool(
-            "turn_time",
-            "when a turn was said",
-            {"turn_id": Param(i, True)},
-            lambda st, turn_id: t.turn_time(st, turn_id),
-        ),
-        Tool(
-            "turns_between",
-            "turns said in a time range (ISO dates)",
-            {"start": Param(s, doc="from, e.g. 2023-05-01"), "end": Param(s, doc="to, e.g. 2023-05-31")},
-            lambda st, start=None, end=None: t.turns_between(st, start, end, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "person_aspects",
-            "what the memory knows about a person (aspects)",
-            {"person": Param(s, True)},
-            lambda st, person: t.person_aspects(st, person, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "person_facts",
-            "facts about a person, optionally of one aspect",
-            {"person": Param(s, True), "aspect": Param(s)},
-            lambda st, person, aspect=None: t.person_facts(st, person, aspect, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "topics",
-            "topics whose label or summary holds a text; kind: session, or theme (recurs across sessions)",
-            {"text": Param(s), "kind": Param(s, doc="session or theme")},
-            lambda st, text=None, kind=None: t.topics(st, text, kind=kind, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "topic_turns",
-            "the turns of a topic or theme",
-            {"topic_id": Param(i, True)},
-            lambda st, topic_id: t.topic_turns(st, topic_id, limit=RESULT_ITEMS),
-        ),
-        Tool(
-            "theme_topics",
-            "the session topics of a theme, in time order",
-            {"theme_id": Param(i, True)},
-            lambda st, theme_id: t.theme_topics(st, theme_id, limit=RESULT_ITEMS),
-        ),
-        Tool("turn", "one turn in full", {"turn_id": Param(i, True)}, lambda st, turn_id: t.turn(st, turn_id)),
-    ]
-    return {x.name: x for x in tools}
+    def run(self, store: Store, **args: Any) -> Any:
+        return self.spec.call(store, **args, **self.fixed)
 
 
-TOOLS = _tools()
+def _param(spec: catalog.ToolSpec, name: str) -> Param:
+    arg = spec.arg(name)
+    if arg.kind not in ("int", "str"):
+        raise TypeError(f"{spec.name}.{name}: the local model gives only int and str arguments")
+    # Of a thing named by its text or its id, the one argument offered is required.
+    pair = spec.text_or_id or ()
+    required = arg.required or (name in pair and not any(n in spec.local.args for n in pair if n != name))
+    return Param(arg.kind, required)
+
+
+def _tool(spec: catalog.ToolSpec) -> Tool:
+    view = spec.local
+    params = {name: _param(spec, name) for name in view.args}
+    return Tool(view.name or spec.name, view.brief, params, spec, view.fixed, view.scoped)
+
+
+TOOLS = {t.name: t for t in map(_tool, catalog.TOOLS)}
 
 
 def validate(tool_name: Any, args: Any) -> tuple[Tool, dict[str, Any]]:
