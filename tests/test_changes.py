@@ -34,9 +34,19 @@ Row = dict[str, Any]
 def journal(store: Store, *kinds: str) -> list[Row]:
     marks = ",".join("?" * len(kinds))
     where = f"WHERE kind IN ({marks})" if kinds else ""
-    rows = store.conn.execute(f"SELECT seq, kind, key, model, origin, data, at FROM changes {where} ORDER BY seq", kinds)
+    rows = store.conn.execute(
+        f"SELECT seq, kind, key, model, origin, data, at FROM changes {where} ORDER BY seq", kinds
+    )
     return [
-        {"seq": s, "kind": k, "key": key, "model": m, "origin": o, "data": None if d is None else json.loads(d), "at": a}
+        {
+            "seq": s,
+            "kind": k,
+            "key": key,
+            "model": m,
+            "origin": o,
+            "data": None if d is None else json.loads(d),
+            "at": a,
+        }
         for s, k, key, m, o, d, a in rows
     ]
 
@@ -151,7 +161,9 @@ def test_extraction_journals_cues_with_spans_tags_and_model(store: Store, garden
     assert all(r["model"] == gen.model_id and r["origin"] is None for r in cues)
     enriched = journal(store, "enrichment")
     assert sorted(r["key"] for r in enriched) == sorted(turn_hash.values())
-    types = dict(store.conn.execute("SELECT t.hash, e.memory_type FROM turn_enrichment e JOIN turns t ON t.id = e.turn_id"))
+    types = dict(
+        store.conn.execute("SELECT t.hash, e.memory_type FROM turn_enrichment e JOIN turns t ON t.id = e.turn_id")
+    )
     assert {r["key"]: r["data"]["memory_type"] for r in enriched} == types
     assert {r["kind"] for r in journal(store)[before:]} == {"cue", "enrichment"}  # FTS, vectors, jobs: derived
     # nothing left to do: no new row
@@ -203,7 +215,12 @@ def replay_topics(rows: list[Row]) -> dict[str, tuple[str, str, set[str], set[st
         else:
             d = r["data"]
             _k, _l, turns, topics = out.get(r["key"], ("", "", set(), set()))
-            out[r["key"]] = (d["kind"], d["label"], (turns | set(d["add"])) - set(d["remove"]), topics | set(d["topics"]))
+            out[r["key"]] = (
+                d["kind"],
+                d["label"],
+                (turns | set(d["add"])) - set(d["remove"]),
+                topics | set(d["topics"]),
+            )
     known = set(out)
     return {k: (a, b, t, g & known) for k, (a, b, t, g) in out.items()}
 
@@ -211,12 +228,18 @@ def replay_topics(rows: list[Row]) -> dict[str, tuple[str, str, set[str], set[st
 def stored_topics(store: Store) -> dict[str, tuple[str, str, set[str], set[str]]]:
     out: dict[str, tuple[str, str, set[str], set[str]]] = {}
     for tid, key, kind, label in store.conn.execute("SELECT id, key, kind, label FROM topics").fetchall():
-        turns = {str(r[0]) for r in store.conn.execute(
-            "SELECT t.hash FROM topic_turns x JOIN turns t ON t.id = x.turn_id WHERE x.topic_id = ?", (tid,)
-        )}
-        grouped = {str(r[0]) for r in store.conn.execute(
-            "SELECT p.key FROM theme_topics x JOIN topics p ON p.id = x.topic_id WHERE x.theme_id = ?", (tid,)
-        )}
+        turns = {
+            str(r[0])
+            for r in store.conn.execute(
+                "SELECT t.hash FROM topic_turns x JOIN turns t ON t.id = x.turn_id WHERE x.topic_id = ?", (tid,)
+            )
+        }
+        grouped = {
+            str(r[0])
+            for r in store.conn.execute(
+                "SELECT p.key FROM theme_topics x JOIN topics p ON p.id = x.topic_id WHERE x.theme_id = ?", (tid,)
+            )
+        }
         out[str(key)] = (str(kind), str(label), turns, grouped)
     return out
 

@@ -28,6 +28,7 @@ from localmem.storage.queue import Job, worker_id
 from localmem.storage.store import Store
 from localmem.storage.vectorize import turn_doc
 
+
 def load_turns(store: Store, turn_ids: list[int]) -> tuple[list[TurnInput], list[str]]:
     """The turns in session order, and the speakers of their sessions."""
     rows, people = cues.extraction_inputs(store.conn, turn_ids)

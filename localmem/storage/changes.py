@@ -284,7 +284,9 @@ def add_antecedents(conn: Conn, links: Sequence[LinkWrite], model: str, *, origi
     return added
 
 
-def put_topic(conn: Conn, t: TopicWrite, model: str | None, *, origin: str | None = None, key: str | None = None) -> int:
+def put_topic(
+    conn: Conn, t: TopicWrite, model: str | None, *, origin: str | None = None, key: str | None = None
+) -> int:
     """Make (``t.id`` None; under ``key`` when given, else a new random one) or change a
     topic or theme: label, summary, member turns added and removed, session topics
     grouped; returns its id. The ``themed`` flag is set last, since removing turns marks
@@ -307,8 +309,12 @@ def put_topic(conn: Conn, t: TopicWrite, model: str | None, *, origin: str | Non
                 (t.label, t.summary, t.updated_at, tid),
             )[0]
         )
-    conn.executemany("INSERT OR IGNORE INTO theme_topics(theme_id, topic_id) VALUES (?, ?)", [(tid, m) for m in t.add_topics])
-    conn.executemany("INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(tid, x) for x in t.add_turns])
+    conn.executemany(
+        "INSERT OR IGNORE INTO theme_topics(theme_id, topic_id) VALUES (?, ?)", [(tid, m) for m in t.add_topics]
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(tid, x) for x in t.add_turns]
+    )
     conn.executemany("DELETE FROM topic_turns WHERE topic_id = ? AND turn_id = ?", [(tid, x) for x in t.remove_turns])
     conn.execute("UPDATE topics SET themed = ? WHERE id = ?", (int(t.themed), tid))
     hashes = _column_of(conn, "turns", "hash", [*t.add_turns, *t.remove_turns])

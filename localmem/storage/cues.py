@@ -31,6 +31,7 @@ from localmem.storage.queue import Job, finish, record_failure
 from localmem.storage.store import Store
 from localmem.storage.vectorize import turn_doc
 
+
 @dataclass(frozen=True)
 class TurnText:
     """What extraction reads of a turn."""

@@ -301,8 +301,8 @@ class Store:
         self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray, origin: str | None
     ) -> int:
         t = p.turn
-        row = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
-        tid = changes.add_turn(self.conn, row, origin=origin)
+        write = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
+        tid = changes.add_turn(self.conn, write, origin=origin)
         self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
         self.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
         self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
