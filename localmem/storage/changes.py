@@ -16,7 +16,7 @@ kind             function                        key                    data (JS
                  / fact)                                                span, tags
 ``antecedent``   ``add_antecedents``             ``src>dst`` hashes     src, dst, weight, reason
 ``topic``        ``put_topic`` (new, relabelled  the topic's key        kind, label, summary, turns
-                 or its membership changed)                             added / removed, topics added
+                 or its membership changed)                             added / removed, topics grouped
 ``topic_removed``  ``remove_topic``              the topic's key        NULL
 ===============  ==============================  =====================  ================================
 
