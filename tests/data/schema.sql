@@ -46,6 +46,9 @@ CREATE INDEX jobs_state ON jobs (state, kind);
 -- index topic_turns_turn on topic_turns
 CREATE INDEX topic_turns_turn ON topic_turns (turn_id);
 
+-- index topics_key on topics
+CREATE UNIQUE INDEX topics_key ON topics (key);
+
 -- index topics_kind on topics
 CREATE INDEX topics_kind ON topics (kind, themed);
 
@@ -74,6 +77,17 @@ CREATE TABLE antecedent_runs (
     variant          TEXT NOT NULL DEFAULT '',   -- construction switches in force
     model            TEXT NOT NULL DEFAULT '',
     created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+) STRICT;
+
+-- table changes on changes
+CREATE TABLE changes (
+    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind   TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    model  TEXT,
+    origin TEXT,
+    data   TEXT,
+    at     REAL NOT NULL
 ) STRICT;
 
 -- table cue_codes on cue_codes
@@ -239,6 +253,9 @@ CREATE TABLE sessions (
     UNIQUE (source, key)
 ) STRICT;
 
+-- table sqlite_sequence on sqlite_sequence
+CREATE TABLE sqlite_sequence(name,seq);
+
 -- table tags on tags
 CREATE TABLE tags (
     id   INTEGER PRIMARY KEY,
@@ -265,7 +282,7 @@ CREATE TABLE topics (
     label      TEXT NOT NULL,
     summary    TEXT NOT NULL DEFAULT '',
     updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
-, kind TEXT NOT NULL DEFAULT 'session' CHECK (kind IN ('session', 'theme')), themed INTEGER NOT NULL DEFAULT 0) STRICT;
+, kind TEXT NOT NULL DEFAULT 'session' CHECK (kind IN ('session', 'theme')), themed INTEGER NOT NULL DEFAULT 0, key TEXT) STRICT;
 
 -- table turn_codes on turn_codes
 CREATE TABLE turn_codes (
@@ -388,6 +405,11 @@ CREATE TRIGGER topic_turns_delete AFTER DELETE ON topic_turns BEGIN
     UPDATE topics SET themed = 0 WHERE id = old.topic_id;
     DELETE FROM topics WHERE id = old.topic_id
         AND NOT EXISTS (SELECT 1 FROM topic_turns WHERE topic_id = old.topic_id);
+END;
+
+-- trigger topics_key_insert on topics
+CREATE TRIGGER topics_key_insert AFTER INSERT ON topics WHEN new.key IS NULL BEGIN
+    UPDATE topics SET key = lower(hex(randomblob(16))) WHERE id = new.id;
 END;
 
 -- trigger turn_vec_code on turn_vec
