@@ -100,9 +100,18 @@ def with_fingerprint(conn: Conn, fp: FileStat) -> list[FileState]:
 def save(conn: Conn, path: Path, fmt: str, options: str, st: FileStat, cursor: Cursor, *, complete: bool) -> None:
     ph = prefix_hash(path, cursor.offset)
     row = ingest_files.IngestFile(
-        key(path), fmt, options, st.size, st.mtime_ns, st.fingerprint, cursor.offset, cursor.index, cursor.line, ph,
-        complete,
-    )  # fmt: skip
+        path=key(path),
+        format=fmt,
+        options=options,
+        size=st.size,
+        mtime_ns=st.mtime_ns,
+        fingerprint=st.fingerprint,
+        resume_offset=cursor.offset,
+        resume_unit=cursor.index,
+        resume_line=cursor.line,
+        prefix_hash=ph,
+        complete=complete,
+    )
     ingest_files.save(conn, row)
 
 

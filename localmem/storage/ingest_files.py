@@ -39,10 +39,20 @@ _COLUMNS = (
 
 
 def _row(r: tuple[Any, ...]) -> IngestFile:
+    path, fmt, options, size, mtime_ns, fingerprint, offset, unit, line, prefix, complete = r
     return IngestFile(
-        str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), str(r[5]), int(r[6]), int(r[7]), int(r[8]), str(r[9]),
-        bool(r[10]),
-    )  # fmt: skip
+        str(path),
+        str(fmt),
+        str(options),
+        int(size),
+        int(mtime_ns),
+        str(fingerprint),
+        int(offset),
+        int(unit),
+        int(line),
+        str(prefix),
+        bool(complete),
+    )
 
 
 def get(conn: Conn, path: str, fmt: str, options: str) -> IngestFile | None:
