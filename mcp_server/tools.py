@@ -31,6 +31,7 @@ from localmem.records import MAX_TURN_CHARS, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
 from localmem.storage import calls
 from localmem.storage.store import Store
+from localmem.storage.traversal import session_started
 from localmem.util.text import parse_time
 from mcp_server import traversal
 from mcp_server.args import (
@@ -114,8 +115,7 @@ def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str) ->
                 stamps.append(parse_time(t.timestamp))
             except ValueError as exc:
                 raise InputError(f"turns[{i}].timestamp: {exc}") from exc
-    row = store.conn.execute("SELECT started_at FROM sessions WHERE source = 'mcp' AND key = ?", (key,)).fetchone()
-    start = str(row[0]) if row and row[0] else min(stamps, default=now)
+    start = session_started(store.conn, "mcp", key) or min(stamps, default=now)
     items = [TurnIn(text=t.text, speaker=t.speaker, role=t.role, timestamp=t.timestamp or start) for t in turns]
     return store.write(items, key, source="mcp", started_at=start)
 

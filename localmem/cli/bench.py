@@ -23,6 +23,7 @@ from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
 from localmem.memory import generator
 from localmem.models.registry import default_embedder
+from localmem.storage import views
 
 DEFAULT_METHODS = "bm25,dense,rrf,recent,localmem"
 
@@ -245,9 +246,9 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
 def _check_variant(store: Any, settings: Settings) -> None:
     """A kept store built with other CABLE switches would mix two variants."""
     want = settings.cable.variant
-    other = store.conn.execute("SELECT DISTINCT variant FROM antecedent_runs WHERE variant != ?", (want,)).fetchall()
+    other = views.antecedent_variants(store.conn, want)
     if other and settings.cable.enabled:
         raise InputError(
-            f"{store.path}: antecedent links were built with {other[0][0]!r}, not {want!r}; "
+            f"{store.path}: antecedent links were built with {other[0]!r}, not {want!r}; "
             "use another --workdir for this variant"
         )

@@ -21,14 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from localmem.config import Settings, default_db_path
 from localmem.errors import ModelError
 from localmem.memory import generator, open_store
 from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
 from localmem.models.registry import default_embedder
-from localmem.storage import db
+from localmem.storage import views
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -64,10 +62,8 @@ def model_line(model: str | None, who: str = "the server") -> str:
 
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
-        conn = db.connect(":memory:")
-        vec = conn.one("SELECT vec_version()")[0]
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
+        e = views.engine()
+        return f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok"
 
     def embedder() -> str:
         emb = default_embedder(settings.embedder)

@@ -14,12 +14,11 @@ import os
 import sys
 from pathlib import Path
 
-import apsw
-
 from localmem.cli.common import Subparsers, open_store
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
+from localmem.storage.db import Conn
 
 
 def add_export(sub: Subparsers) -> None:
@@ -61,7 +60,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _to_file(conn: apsw.Connection, out: Path, session: str | None, since: str | None) -> ExportReport:
+def _to_file(conn: Conn, out: Path, session: str | None, since: str | None) -> ExportReport:
     tmp = out.with_name(f".{out.name}.part")
     try:
         with tmp.open("wb") as fh:

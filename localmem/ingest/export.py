@@ -14,8 +14,8 @@ into an empty store reproduces every turn, and ingesting an export into the stor
 from writes nothing. Only turns travel: cues, tags, facts, topics and links are derived
 data, rebuilt by the enrichment worker after an ingest.
 
-Invariants: memory stays bounded (rows are streamed from one cursor and written line by
-line; nothing is collected); output is UTF-8 whatever the terminal's encoding; a line
+Invariants: memory stays bounded (rows are streamed from one cursor,
+``localmem.storage.export``, and written line by line; nothing is collected); output is UTF-8 whatever the terminal's encoding; a line
 per turn, so an interrupted ingest of an export resumes like any JSON Lines file.
 A session holding a turn stored without any time exports ``started_at`` as null, since
 on ingest an untimed turn takes its session's start (and so would change identity).
@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import apsw
-
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor, records
 from localmem.ingest._units import Unit, bad, timestamp
 from localmem.records import SessionIn, TurnIn
+from localmem.storage.db import Conn
+from localmem.storage.export import export_rows, has_untimed_turn
 from localmem.util.text import parse_time
 
 FORMAT = "localmem"
@@ -43,13 +43,6 @@ MARKER = "localmem"  # the key every exported line carries (its value: VERSION)
 # Line breaks to Python's str.splitlines and to JavaScript that JSON leaves raw inside
 # strings: escaped, so that any line reader sees one line per turn.
 _BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
-
-_ROWS = """
-SELECT t.session_id, s.source, s.key, s.title, s.started_at, t.source_id, t.speaker, t.role, t.ts, t.text
-FROM turns t JOIN sessions s ON s.id = t.session_id
-WHERE (:key IS NULL OR s.key = :key) AND (:since IS NULL OR t.ts >= :since)
-ORDER BY t.session_id, t.ord
-"""
 
 
 @dataclass
@@ -61,9 +54,7 @@ class ExportReport:
         return {"sessions": self.sessions, "turns": self.turns}
 
 
-def export(
-    conn: apsw.Connection, out: IO[bytes], *, session: str | None = None, since: str | None = None
-) -> ExportReport:
+def export(conn: Conn, out: IO[bytes], *, session: str | None = None, since: str | None = None) -> ExportReport:
     """Write the turns (of session key ``session``, said at or after ``since``) to ``out``."""
     try:
         since_ts = parse_time(since) if since else None
@@ -72,13 +63,13 @@ def export(
     report = ExportReport()
     current: int | None = None
     started: str | None = None
-    for sid, source, key, title, started_at, native, speaker, role, ts, text in conn.execute(
-        _ROWS, {"key": session, "since": since_ts}
+    for sid, source, key, title, started_at, native, speaker, role, ts, text in export_rows(
+        conn, session=session, since=since_ts
     ):
         if sid != current:
             current = sid
             report.sessions += 1
-            started = None if _has_untimed(conn, sid) else started_at
+            started = None if has_untimed_turn(conn, sid) else started_at
         line = {
             MARKER: VERSION,
             "source": source,
@@ -94,11 +85,6 @@ def export(
         out.write(json.dumps(line, ensure_ascii=False).translate(_BREAKS).encode("utf-8") + b"\n")
         report.turns += 1
     return report
-
-
-def _has_untimed(conn: apsw.Connection, session_id: int) -> bool:
-    row = conn.execute("SELECT 1 FROM turns WHERE session_id = ? AND ts IS NULL LIMIT 1", (session_id,)).fetchone()
-    return row is not None
 
 
 # -- reading an export back (the ingest format ``localmem``) ----------------------------

@@ -1,10 +1,11 @@
 """Ingest bookkeeping (the ``ingest_files`` table): resume points and file fingerprints.
 
-All SQL about ingest state lives here, on the store's connection; every write is its
-own short ``BEGIN IMMEDIATE`` transaction. A resume point is trusted only while the
-bytes before it are unchanged (checked on the first and the last 64 KiB before it), so
-an edited file is read again from its start, while a file that only grew is read on
-from where the last ingest stopped.
+The rows are read and written by ``localmem.storage.ingest_files`` on the store's
+connection (every write its own short write transaction); this module
+turns them into cursors and decides whether one still holds. A resume point is trusted
+only while the bytes before it are unchanged (checked on the first and the last 64 KiB
+before it), so an edited file is read again from its start, while a file that only grew
+is read on from where the last ingest stopped.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor
-from localmem.storage import db
+from localmem.storage import ingest_files
+from localmem.storage.db import Conn
 
 WINDOW = 65536
 
@@ -72,85 +72,56 @@ def prefix_hash(path: Path, offset: int) -> str:
     return h.hexdigest()
 
 
-_COLUMNS = (
-    "path, format, options, size, mtime_ns, fingerprint, resume_offset, resume_unit, resume_line, prefix_hash, complete"
-)
-
-
-def _row(r: tuple[object, ...]) -> FileState:
+def _state(r: ingest_files.IngestFile) -> FileState:
     return FileState(
-        path=str(r[0]),
-        format=str(r[1]),
-        options=str(r[2]),
-        stat=FileStat(int(r[3]), int(r[4]), str(r[5])),  # type: ignore[call-overload]
-        cursor=Cursor(int(r[6]), int(r[7]), int(r[8])),  # type: ignore[call-overload]
-        prefix_hash=str(r[9]),
-        complete=bool(r[10]),
+        path=r.path,
+        format=r.format,
+        options=r.options,
+        stat=FileStat(r.size, r.mtime_ns, r.fingerprint),
+        cursor=Cursor(r.resume_offset, r.resume_unit, r.resume_line),
+        prefix_hash=r.prefix_hash,
+        complete=r.complete,
     )
 
 
-def get(conn: apsw.Connection, path: Path, fmt: str, options: str) -> FileState | None:
-    row = conn.execute(
-        f"SELECT {_COLUMNS} FROM ingest_files WHERE path = ? AND format = ? AND options = ?",
-        (key(path), fmt, options),
-    ).fetchone()
-    return None if row is None else _row(row)
+def get(conn: Conn, path: Path, fmt: str, options: str) -> FileState | None:
+    row = ingest_files.get(conn, key(path), fmt, options)
+    return None if row is None else _state(row)
 
 
-def for_path(conn: apsw.Connection, path: Path) -> list[FileState]:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM ingest_files WHERE path = ?", (key(path),)).fetchall()
-    return [_row(r) for r in rows]
+def for_path(conn: Conn, path: Path) -> list[FileState]:
+    return [_state(r) for r in ingest_files.for_path(conn, key(path))]
 
 
-def with_fingerprint(conn: apsw.Connection, fp: FileStat) -> list[FileState]:
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM ingest_files WHERE fingerprint = ? AND size = ? AND complete = 1",
-        (fp.fingerprint, fp.size),
-    ).fetchall()
-    return [_row(r) for r in rows]
+def with_fingerprint(conn: Conn, fp: FileStat) -> list[FileState]:
+    return [_state(r) for r in ingest_files.complete_with_fingerprint(conn, fp.fingerprint, fp.size)]
 
 
-def save(
-    conn: apsw.Connection, path: Path, fmt: str, options: str, st: FileStat, cursor: Cursor, *, complete: bool
-) -> None:
+def save(conn: Conn, path: Path, fmt: str, options: str, st: FileStat, cursor: Cursor, *, complete: bool) -> None:
     ph = prefix_hash(path, cursor.offset)
-    with db.transaction(conn):
-        conn.execute(
-            f"INSERT INTO ingest_files({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(path, format, options) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, "
-            "fingerprint = excluded.fingerprint, resume_offset = excluded.resume_offset, "
-            "resume_unit = excluded.resume_unit, resume_line = excluded.resume_line, "
-            "prefix_hash = excluded.prefix_hash, complete = excluded.complete, "
-            "updated_at = strftime('%Y-%m-%dT%H:%M:%S', 'now')",
-            (
-                key(path),
-                fmt,
-                options,
-                st.size,
-                st.mtime_ns,
-                st.fingerprint,
-                cursor.offset,
-                cursor.index,
-                cursor.line,
-                ph,
-                int(complete),
-            ),
-        )
+    row = ingest_files.IngestFile(
+        path=key(path),
+        format=fmt,
+        options=options,
+        size=st.size,
+        mtime_ns=st.mtime_ns,
+        fingerprint=st.fingerprint,
+        resume_offset=cursor.offset,
+        resume_unit=cursor.index,
+        resume_line=cursor.line,
+        prefix_hash=ph,
+        complete=complete,
+    )
+    ingest_files.save(conn, row)
 
 
-def move(conn: apsw.Connection, old: Path | str, new: Path) -> int:
+def move(conn: Conn, old: Path | str, new: Path) -> int:
     """The rows of ``old`` now describe ``new`` (a rename); returns how many moved."""
     old_key = old if isinstance(old, str) else key(old)
     new_key = key(new)
     if old_key == new_key:
         return 0
-    with db.transaction(conn):
-        if conn.execute("SELECT 1 FROM ingest_files WHERE path = ?", (old_key,)).fetchone() is None:
-            return 0
-        conn.execute("DELETE FROM ingest_files WHERE path = ?", (new_key,))
-        return len(
-            conn.execute("UPDATE ingest_files SET path = ? WHERE path = ? RETURNING id", (new_key, old_key)).fetchall()
-        )
+    return ingest_files.move(conn, old_key, new_key)
 
 
 def resume_point(state: FileState, path: Path, now: FileStat) -> Cursor | None:

@@ -48,15 +48,7 @@ class Link:
 
 def antecedent_links(store: Store, seeds: list[int]) -> list[Link]:
     """Antecedent edges touching ``seeds``, seen from the seed's side."""
-    if not seeds:
-        return []
-    marks = ",".join("?" * len(seeds))
-    rows = store.conn.execute(
-        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({marks}) "
-        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({marks})",
-        [*seeds, *seeds],
-    ).fetchall()
-    return [Link(int(a), int(b), bool(e), str(r)) for a, b, e, r in rows]
+    return [Link(*e) for e in queries.antecedent_edges(store.conn, seeds)]
 
 
 def expand(

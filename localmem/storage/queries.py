@@ -1,4 +1,4 @@
-"""Read-side SQL: FTS5 bm25 rankings and lookups, turn rows, graph edges.
+"""Read-side SQL of the read path: FTS5 bm25 rankings and lookups, turn rows, graph edges.
 
 Scoring happens in ``localmem/reconstruct.py``; dense rankings come from the in-memory
 mirrors (``localmem/vectors.py``). bm25 scores are returned positive (higher = better).
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -269,3 +270,24 @@ def edges_of(conn: Conn, ids: Iterable[int], kinds: tuple[str, ...]) -> list[tup
         [*ids, *kinds, *ids, *kinds],
     ).fetchall()
     return [(int(a), int(b), str(k), float(w), str(r)) for a, b, k, w, r in rows]
+
+
+class AntecedentEdge(NamedTuple):
+    seed: int  # the turn asked about
+    other: int  # the turn linked to it
+    earlier: bool  # True: ``other`` is the seed's antecedent (edge other -> seed)
+    reason: str  # the verifier's one line
+
+
+def antecedent_edges(conn: Conn, seeds: list[int]) -> list[AntecedentEdge]:
+    """Antecedent edges touching ``seeds``, seen from the seed's side: first those into
+    a seed, then those out of one."""
+    if not seeds:
+        return []
+    marks = ",".join("?" * len(seeds))
+    rows = conn.execute(
+        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({marks}) "
+        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({marks})",
+        [*seeds, *seeds],
+    ).fetchall()
+    return [AntecedentEdge(int(a), int(b), bool(e), str(r)) for a, b, e, r in rows]

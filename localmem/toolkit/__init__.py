@@ -19,7 +19,8 @@ This package re-exports the whole public API; import from here. Its modules:
   arguments, the function each runs), for the MCP server and the explore loop.
 
 Invariants (each module states its own part):
-- read-only: plain SELECTs on ``store.conn`` plus the in-memory vector mirrors;
+- read-only: named reads of ``localmem.storage`` (``traversal``, ``topic_reads``,
+  ``queries``; no SQL here) plus the in-memory vector mirrors;
 - every list is paged (``limit``, ``offset``) and capped: ``limit`` is clamped to
   :data:`MAX_LIMIT`, a turn's text to :data:`MAX_TEXT_CHARS` (``clipped`` says so;
   the full text is one ``turn`` lookup away), so no call dumps the graph;

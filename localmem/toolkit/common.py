@@ -6,9 +6,10 @@ Invariants:
   :data:`MAX_OFFSET` (:func:`_bounds`), so no call dumps the graph;
 - a turn's text is cut to :data:`MAX_TEXT_CHARS` with ``clipped`` set (:func:`_text`);
   the full text is one ``turn`` lookup away;
-- read-only: plain SELECTs on ``store.conn``; each public tool is wrapped in
-  :func:`snapshot_read`, so all it reads (SQL rows and vector mirrors) is of one commit,
-  whatever other processes write or forget meanwhile.
+- read-only: the named reads of ``localmem.storage.traversal`` / ``topic_reads`` /
+  ``queries`` on ``store.conn`` (the toolkit holds no SQL); each public tool is wrapped
+  in :func:`snapshot_read`, so all it reads (SQL rows and vector mirrors) is of one
+  commit, whatever other processes write or forget meanwhile.
 
 The underscored helpers are private to the toolkit package (its tool modules share
 them); ``localmem.answering.explore`` also uses :func:`_visible` and :func:`_time` to apply the
@@ -20,10 +21,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries
+from localmem.storage import queries, traversal
 from localmem.storage.store import Store
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
 from localmem.util.text import parse_time
@@ -68,10 +69,6 @@ def _slice(items: Sequence[T], limit: int, offset: int) -> Page[T]:
     return _page(items[offset : offset + limit], len(items), limit, offset)
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _text(text: str) -> tuple[str, bool]:
     if len(text) <= MAX_TEXT_CHARS:
         return text, False
@@ -95,26 +92,10 @@ def _turn_ref(store: Store, turn_id: int) -> TurnRef:
     return ref
 
 
-def _tags_of(store: Store, cue_ids: Sequence[int]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for start in range(0, len(cue_ids), 500):
-        chunk = list(cue_ids[start : start + 500])
-        for cid, name in store.conn.execute(
-            f"SELECT ct.cue_id, t.name FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
-            f"WHERE ct.cue_id IN ({_marks(len(chunk))}) ORDER BY t.name",
-            chunk,
-        ):
-            out.setdefault(int(cid), []).append(str(name))
-    return out
-
-
-_CUE_COLS = "c.id, c.kind, c.text, c.turn_id, c.subject, c.relation, c.object"
-
-
-def _cue_refs(store: Store, rows: Sequence[Sequence[Any]]) -> list[CueRef]:
-    """Rows of :data:`_CUE_COLS` as cue records, each with its tags."""
-    tags = _tags_of(store, [int(r[0]) for r in rows])
-    return [CueRef(int(r[0]), str(r[1]), str(r[2]), int(r[3]), tags.get(int(r[0]), []), r[4], r[5], r[6]) for r in rows]
+def _cue_refs(store: Store, rows: Sequence[traversal.CueRow]) -> list[CueRef]:
+    """Cue rows as cue records, each with its tags."""
+    tags = traversal.tags_of(store.conn, [r.id for r in rows])
+    return [CueRef(r.id, r.kind, r.text, r.turn_id, tags.get(r.id, []), r.subject, r.relation, r.object) for r in rows]
 
 
 @snapshot_read

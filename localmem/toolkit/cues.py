@@ -7,8 +7,8 @@ Invariants:
 - a "cue" in MRAgent's sense is an entity or phrase that may recur across turns:
   functions that take a cue accept a cue id or its text and act on every cue with the
   same text (case-insensitive, :func:`_cue_group`);
-- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only, apart
-  from embedding the query text.
+- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only
+  (``localmem.storage.traversal``'s reads), apart from embedding the query text.
 """
 
 from __future__ import annotations
@@ -18,15 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries
+from localmem.storage import queries, traversal
 from localmem.storage.store import Store
 from localmem.storage.vectable import turn_vectors
 from localmem.toolkit.common import (
-    _CUE_COLS,
     DEFAULT_LIMIT,
     _bounds,
     _cue_refs,
-    _marks,
     _page,
     _slice,
     _time,
@@ -77,23 +75,18 @@ def search_cues(
         if have is None or (tier, score) > (have[0], have[1]):
             best[cid] = (tier, score, match)
 
-    for (cid,) in store.conn.execute(
-        "SELECT id FROM cues WHERE lower(text) = lower(?) LIMIT ?", (text.strip(), pool)
-    ).fetchall():
-        add(int(cid), 3, 1.0, "exact")
+    for cid in traversal.cue_ids_with_text(store.conn, text.strip(), pool):
+        add(cid, 3, 1.0, "exact")
     match_all = _all_words_query(text)
     match_any = fts_query(text, queries.STOPWORDS)
     for table in ("cues_fts", "extracted_cues_fts"):
         for match, tier, name in ((match_all, 2, "all_words"), (match_any, 0, "some_words")):
             if not match:
                 continue
-            ranked = store.conn.execute(
-                f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
-                (match, pool),
-            ).fetchall()
-            top = max((float(s) for _, s in ranked), default=1.0) or 1.0
+            ranked = traversal.fts_match(store.conn, table, match, pool)
+            top = max((s for _, s in ranked), default=1.0) or 1.0
             for cid, s in ranked:
-                add(int(cid), tier, float(s) / top, name)
+                add(cid, tier, s / top, name)
     with store.snapshot():
         mirror = store.mirror("cue")
         if len(mirror.ids):
@@ -104,38 +97,30 @@ def search_cues(
     if not best:
         return _page([], 0, limit, offset)
     ids = list(best)
-    rows = {
-        int(r[0]): r
-        for start in range(0, len(ids), 500)
-        for r in store.conn.execute(
-            f"SELECT {_CUE_COLS}, t.ts, t.speaker FROM cues c JOIN turns t ON t.id = c.turn_id "
-            f"WHERE c.id IN ({_marks(len(ids[start : start + 500]))})",
-            ids[start : start + 500],
-        )
-    }
-    keep = [cid for cid in ids if cid in rows and rows[cid][1] in want]
+    rows = traversal.cue_hits(store.conn, ids)
+    keep = [cid for cid in ids if cid in rows and rows[cid].cue.kind in want]
     if cut is not None or scope:
-        seen = _visible(store, [int(rows[c][3]) for c in keep], cut, scope)
-        keep = [c for c in keep if int(rows[c][3]) in seen]
+        seen = _visible(store, [rows[c].cue.turn_id for c in keep], cut, scope)
+        keep = [c for c in keep if rows[c].cue.turn_id in seen]
     keep.sort(key=lambda c: (-best[c][0], -best[c][1], c))
     page = keep[offset : offset + limit]
-    refs = {c.cue_id: c for c in _cue_refs(store, [rows[c][:7] for c in page])}
-    hits = [CueHit(refs[c], best[c][2], round(best[c][1], 4), rows[c][7], str(rows[c][8])) for c in page]
+    refs = {c.cue_id: c for c in _cue_refs(store, [rows[c].cue for c in page])}
+    hits = [CueHit(refs[c], best[c][2], round(best[c][1], 4), rows[c].ts, rows[c].speaker) for c in page]
     return _page(hits, len(keep), limit, offset)
 
 
 def _cue_group(store: Store, cue: int | str) -> list[int]:
     """Ids of every cue with the same text as ``cue`` (an id or a text), case-insensitive."""
     if isinstance(cue, int) and not isinstance(cue, bool):
-        row = store.conn.execute("SELECT text FROM cues WHERE id = ?", (cue,)).fetchone()
-        if row is None:
+        found = traversal.cue_text(store.conn, cue)
+        if found is None:
             raise NotFound(f"no cue with id {cue}")
-        text = str(row[0])
+        text = found
     elif isinstance(cue, str) and cue.strip():
         text = cue.strip()
     else:
         raise InputError("cue must be a cue id or a non-empty cue text")
-    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM cues WHERE lower(text) = lower(?)", (text,))]
+    ids = traversal.cue_ids_with_text(store.conn, text)
     if not ids:
         raise NotFound(f"no cue {text!r}; use search_cues to find cues")
     return ids
@@ -147,13 +132,7 @@ def cue_tags(store: Store, cue: int | str, *, limit: int = DEFAULT_LIMIT, offset
     most used first. Statement cues have none; extracted keywords and facts do."""
     limit, offset = _bounds(limit, offset)
     ids = _cue_group(store, cue)
-    rows = store.conn.execute(
-        f"SELECT t.name, count(DISTINCT ct.turn_id), group_concat(DISTINCT ct.cue_id) FROM cue_tags ct "
-        f"JOIN tags t ON t.id = ct.tag_id WHERE ct.cue_id IN ({_marks(len(ids))}) "
-        "GROUP BY t.name ORDER BY 2 DESC, t.name",
-        ids,
-    ).fetchall()
-    items = [TagCount(str(n), int(k), sorted(int(x) for x in str(c).split(","))[:20]) for n, k, c in rows]
+    items = [TagCount(r.tag, r.turns, r.cue_ids[:20]) for r in traversal.tag_counts(store.conn, ids)]
     return _slice(items, limit, offset)
 
 
@@ -171,19 +150,9 @@ def cue_turns(
     ones most similar to ``query`` (default: the cue's text) come first."""
     limit, offset = _bounds(limit, offset)
     ids = _cue_group(store, cue)
-    if tag:
-        sql = (
-            f"SELECT DISTINCT ct.turn_id FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
-            f"WHERE ct.cue_id IN ({_marks(len(ids))}) AND lower(t.name) = lower(?)"
-        )
-        turn_ids = [int(r[0]) for r in store.conn.execute(sql, [*ids, tag])]
-    else:
-        turn_ids = [
-            int(r[0])
-            for r in store.conn.execute(f"SELECT DISTINCT turn_id FROM cues WHERE id IN ({_marks(len(ids))})", ids)
-        ]
+    turn_ids = traversal.tagged_turns(store.conn, ids, tag) if tag else traversal.turns_of_cues(store.conn, ids)
     if len(turn_ids) > 1:
-        probe = query or str(store.conn.one("SELECT text FROM cues WHERE id = ?", (ids[0],))[0])
+        probe = query or traversal.cue_text(store.conn, ids[0]) or ""
         turn_ids = _by_similarity(store, turn_ids, probe)
     page = turn_ids[offset : offset + limit]
     refs = turn_refs(store, page)

@@ -13,15 +13,14 @@ Invariants:
   session topics' turns, so ``topic_turns`` opens either; a session topic names its
   theme (``theme_id``), a theme counts its session topics and ``theme_topics`` lists
   them;
-- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only.
+- results are paged and capped as in :mod:`localmem.toolkit.common`; read-only
+  (``localmem.storage.topic_reads``' reads).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from localmem.errors import InputError, NotFound
+from localmem.storage import topic_reads
 from localmem.storage.store import Store
 from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, snapshot_read, turn_refs
 from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
@@ -38,13 +37,8 @@ def person_aspects(store: Store, person: str, *, limit: int = DEFAULT_LIMIT, off
     """The aspects (work, family, hobby, ...) the store holds facts about for a person,
     most facts first."""
     limit, offset = _bounds(limit, offset)
-    rows = store.conn.execute(
-        "SELECT c.relation, count(*), max(t.ts) FROM cues c JOIN turns t ON t.id = c.turn_id "
-        "WHERE c.kind = 'fact' AND lower(c.subject) = lower(?) GROUP BY lower(c.relation) "
-        "ORDER BY 2 DESC, 1",
-        (_person(person),),
-    ).fetchall()
-    return _slice([Aspect(str(a), int(n), ts) for a, n, ts in rows], limit, offset)
+    rows = topic_reads.person_aspects(store.conn, _person(person))
+    return _slice([Aspect(a, n, ts) for a, n, ts in rows], limit, offset)
 
 
 @snapshot_read
@@ -54,36 +48,15 @@ def person_facts(
     """Facts about a person (of one aspect, when given), newest first: the latest
     statement of a fact is the one most likely still true."""
     limit, offset = _bounds(limit, offset)
-    where = "c.kind = 'fact' AND lower(c.subject) = lower(?)"
-    args: list[Any] = [_person(person)]
-    if aspect:
-        where += " AND lower(c.relation) = lower(?)"
-        args.append(aspect.strip())
-    total = int(store.conn.one(f"SELECT count(*) FROM cues c WHERE {where}", args)[0])
-    rows = store.conn.execute(
-        f"SELECT c.id, c.subject, c.relation, c.object, c.turn_id, t.ts, s.key FROM cues c "
-        f"JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.id = t.session_id WHERE {where} "
-        "ORDER BY t.ts IS NULL, t.ts DESC, c.id DESC LIMIT ? OFFSET ?",
-        [*args, limit, offset],
-    ).fetchall()
-    items = [Fact(int(a), str(b), str(c), str(d), int(e), f, str(g)) for a, b, c, d, e, f, g in rows]
-    return _page(items, total, limit, offset)
+    got = topic_reads.person_facts(store.conn, _person(person), aspect.strip() if aspect else None, limit, offset)
+    return _page([Fact(*r) for r in got.items], got.total, limit, offset)
 
 
-_TOPIC_COLS = (
-    "p.id, p.kind, p.label, p.summary, (SELECT count(*) FROM topic_turns tt WHERE tt.topic_id = p.id), "
-    "(SELECT x.theme_id FROM theme_topics x WHERE x.topic_id = p.id), "
-    "CASE p.kind WHEN 'theme' THEN (SELECT count(*) FROM theme_topics x WHERE x.theme_id = p.id) END"
-)
 TOPIC_KINDS = ("session", "theme")
 
 
-def _topics(rows: list[Any]) -> list[Topic]:
-    """Rows of :data:`_TOPIC_COLS` as topic records."""
-    return [
-        Topic(int(a), str(k), str(b), str(c), int(n), None if t is None else int(t), None if m is None else int(m))
-        for a, k, b, c, n, t, m in rows
-    ]
+def _topics(rows: list[topic_reads.TopicRow]) -> list[Topic]:
+    return [Topic(*r) for r in rows]
 
 
 @snapshot_read
@@ -96,22 +69,8 @@ def topics(
     limit, offset = _bounds(limit, offset)
     if kind is not None and kind not in TOPIC_KINDS:
         raise InputError(f"kind must be one of {', '.join(TOPIC_KINDS)}; got {kind!r}")
-    conds: list[str] = []
-    args: list[Any] = []
-    if kind is not None:
-        conds.append("p.kind = ?")
-        args.append(kind)
-    if text and text.strip():
-        conds.append("(p.label LIKE ? ESCAPE '\\' OR p.summary LIKE ? ESCAPE '\\')")
-        like = "%" + re.sub(r"([%_\\])", r"\\\1", text.strip()) + "%"
-        args += [like, like]
-    where = "WHERE " + " AND ".join(conds) if conds else ""
-    total = int(store.conn.one(f"SELECT count(*) FROM topics p {where}", args)[0])
-    rows = store.conn.execute(
-        f"SELECT {_TOPIC_COLS} FROM topics p {where} ORDER BY p.updated_at DESC, p.id DESC LIMIT ? OFFSET ?",
-        [*args, limit, offset],
-    ).fetchall()
-    return _page(_topics(rows), total, limit, offset)
+    got = topic_reads.topics(store.conn, kind, text.strip() if text and text.strip() else None, limit, offset)
+    return _page(_topics(got.items), got.total, limit, offset)
 
 
 @snapshot_read
@@ -119,39 +78,22 @@ def theme_topics(store: Store, theme_id: int, *, limit: int = DEFAULT_LIMIT, off
     """The session topics a theme groups, in time order (by each one's first turn), so
     the theme reads as the story of how it came back."""
     limit, offset = _bounds(limit, offset)
-    row = store.conn.execute(
-        "SELECT p.kind, x.theme_id FROM topics p LEFT JOIN theme_topics x ON x.topic_id = p.id WHERE p.id = ?",
-        (theme_id,),
-    ).fetchone()
-    if row is None:
+    found = topic_reads.topic_kind(store.conn, theme_id)
+    if found is None:
         raise NotFound(f"no topic with id {theme_id}; use topics to list them")
-    if row[0] != "theme":
-        where = f"its theme is {row[1]}" if row[1] is not None else "it is in no theme"
+    if found.kind != "theme":
+        where = f"its theme is {found.theme_id}" if found.theme_id is not None else "it is in no theme"
         raise InputError(f"topic {theme_id} is a session topic, not a theme; {where}")
-    total = int(store.conn.one("SELECT count(*) FROM theme_topics WHERE theme_id = ?", (theme_id,))[0])
-    rows = store.conn.execute(
-        f"SELECT {_TOPIC_COLS}, (SELECT min(t.ts) FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id "
-        "WHERE tt.topic_id = p.id) AS first FROM theme_topics y JOIN topics p ON p.id = y.topic_id "
-        "WHERE y.theme_id = ? ORDER BY first IS NULL, first, p.id LIMIT ? OFFSET ?",
-        (theme_id, limit, offset),
-    ).fetchall()
-    return _page(_topics([r[:-1] for r in rows]), total, limit, offset)
+    got = topic_reads.theme_members(store.conn, theme_id, limit, offset)
+    return _page(_topics(got.items), got.total, limit, offset)
 
 
 @snapshot_read
 def topic_turns(store: Store, topic_id: int, *, limit: int = DEFAULT_LIMIT, offset: int = 0) -> Page[TurnRef]:
     """The member turns of a topic or theme in time order."""
     limit, offset = _bounds(limit, offset)
-    if store.conn.execute("SELECT 1 FROM topics WHERE id = ?", (topic_id,)).fetchone() is None:
+    if not topic_reads.topic_exists(store.conn, topic_id):
         raise NotFound(f"no topic with id {topic_id}; use topics to list them")
-    total = int(store.conn.one("SELECT count(*) FROM topic_turns WHERE topic_id = ?", (topic_id,))[0])
-    ids = [
-        int(r[0])
-        for r in store.conn.execute(
-            "SELECT t.id FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id WHERE tt.topic_id = ? "
-            "ORDER BY t.ts IS NULL, t.ts, t.session_id, t.ord LIMIT ? OFFSET ?",
-            (topic_id, limit, offset),
-        )
-    ]
-    refs = turn_refs(store, ids)
-    return _page([refs[t] for t in ids if t in refs], total, limit, offset)
+    got = topic_reads.topic_turn_ids(store.conn, topic_id, limit, offset)
+    refs = turn_refs(store, got.items)
+    return _page([refs[t] for t in got.items if t in refs], got.total, limit, offset)

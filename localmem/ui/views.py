@@ -3,8 +3,8 @@
 One function per page (``ask``, ``timeline``, ``session``, ``turn``, ``health``) plus
 ``forget``. They reuse the library where it has the answer (``retrieval.trace`` for
 Ask, ``toolkit`` for a turn's cues and tags, ``enrichment.layers`` for coverage,
-``Store.forget``) and otherwise run plain SELECTs on ``store.conn``, as the toolkit
-does. Errors are the library's (``InputError``, ``NotFound``); the app translates them.
+``Store.forget``) and otherwise the named reads of ``localmem.storage.views`` (no SQL
+here). Errors are the library's (``InputError``, ``NotFound``); the app translates them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError, NotFound
 from localmem.retrieval.trace import trace
+from localmem.storage import views
 from localmem.storage.queue import parked
 from localmem.storage.store import Store
 from localmem.toolkit.turns import turn_cues
@@ -29,20 +30,10 @@ def ask(store: Store, query: str, budget: int | None, as_of: str | None, scope: 
 
 def _topics_by_session(store: Store, session_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     """Session topics touching each session, each with its theme (if any)."""
-    if not session_ids:
-        return {}
-    marks = ",".join("?" * len(session_ids))
-    rows = store.conn.execute(
-        "SELECT DISTINCT t.session_id, p.id, p.label, p.summary, th.id, th.label "
-        "FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id JOIN topics p ON p.id = tt.topic_id "
-        "LEFT JOIN theme_topics x ON x.topic_id = p.id LEFT JOIN topics th ON th.id = x.theme_id "
-        f"WHERE p.kind = 'session' AND t.session_id IN ({marks}) ORDER BY t.session_id, p.id",
-        session_ids,
-    ).fetchall()
     out: dict[int, list[dict[str, Any]]] = {}
-    for sid, pid, label, summary, theme_id, theme in rows:
-        out.setdefault(int(sid), []).append(
-            {"topic_id": int(pid), "label": label, "summary": summary, "theme_id": theme_id, "theme": theme}
+    for sid, pid, label, summary, theme_id, theme in views.session_topics(store.conn, session_ids):
+        out.setdefault(sid, []).append(
+            {"topic_id": pid, "label": label, "summary": summary, "theme_id": theme_id, "theme": theme}
         )
     return out
 
@@ -51,42 +42,32 @@ def timeline(store: Store, limit: int = 200, offset: int = 0) -> dict[str, Any]:
     """Sessions, newest first, grouped by day, with their topics and themes."""
     if limit <= 0 or offset < 0:
         raise InputError("limit must be positive and offset not negative")
-    total = int(store.conn.one("SELECT count(*) FROM sessions")[0])
-    rows = store.conn.execute(
-        "SELECT s.id, s.key, s.source, s.title, coalesce(s.started_at, min(t.ts)), count(t.id), min(t.ts), max(t.ts) "
-        "FROM sessions s LEFT JOIN turns t ON t.session_id = s.id GROUP BY s.id "
-        "ORDER BY coalesce(s.started_at, min(t.ts)) IS NULL, coalesce(s.started_at, min(t.ts)) DESC, s.id DESC "
-        "LIMIT ? OFFSET ?",
-        (limit, offset),
-    ).fetchall()
-    ids = [int(r[0]) for r in rows]
+    got = views.timeline_sessions(store.conn, limit, offset)
+    total, rows = got.total, got.items
+    ids = [r.id for r in rows]
     topics = _topics_by_session(store, ids)
-    opening: dict[int, str] = {}
-    if ids:
-        for sid, speaker, text in store.conn.execute(
-            "SELECT t.session_id, t.speaker, t.text FROM turns t WHERE t.id IN (SELECT (SELECT id FROM turns "
-            f"WHERE session_id = s.id ORDER BY ord LIMIT 1) FROM sessions s WHERE s.id IN ({','.join('?' * len(ids))}))",
-            ids,
-        ):
-            opening[int(sid)] = _clip(f"{speaker}: {text}" if speaker else str(text))
+    opening = {
+        sid: _clip(f"{speaker}: {text}" if speaker else text)
+        for sid, (speaker, text) in views.opening_turns(store.conn, ids).items()
+    }
     days: list[dict[str, Any]] = []
     for sid, key, source, title, start, n, first, last in rows:
         day = start[:10] if start else "undated"
         if not days or days[-1]["day"] != day:
             days.append({"day": day, "sessions": []})
-        tps = topics.get(int(sid), [])
+        tps = topics.get(sid, [])
         themes = sorted({(t["theme_id"], t["theme"]) for t in tps if t["theme_id"] is not None})
         days[-1]["sessions"].append(
             {
-                "session_id": int(sid),
+                "session_id": sid,
                 "key": key,
                 "source": source,
                 "title": title,
                 "started_at": start,
-                "turns": int(n),
+                "turns": n,
                 "first": first,
                 "last": last,
-                "preview": opening.get(int(sid), ""),
+                "preview": opening.get(sid, ""),
                 "topics": tps,
                 "themes": [{"theme_id": int(i), "label": label} for i, label in themes],
             }
@@ -96,24 +77,19 @@ def timeline(store: Store, limit: int = 200, offset: int = 0) -> dict[str, Any]:
 
 def session(store: Store, session_id: int) -> dict[str, Any]:
     """One session and its turns in order (texts in full)."""
-    row = store.conn.execute(
-        "SELECT id, key, source, title, started_at FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+    row = views.session_head(store.conn, session_id)
     if row is None:
         raise NotFound(f"no session with id {session_id}")
     turns = [
-        {"turn_id": int(i), "ord": int(o), "speaker": sp, "role": ro, "timestamp": ts, "text": tx, "source_id": src}
-        for i, o, sp, ro, ts, tx, src in store.conn.execute(
-            "SELECT id, ord, speaker, role, ts, text, source_id FROM turns WHERE session_id = ? ORDER BY ord",
-            (session_id,),
-        )
+        {"turn_id": i, "ord": o, "speaker": sp, "role": ro, "timestamp": ts, "text": tx, "source_id": src}
+        for i, o, sp, ro, ts, tx, src in views.session_turns(store.conn, session_id)
     ]
     return {
-        "session_id": int(row[0]),
-        "key": row[1],
-        "source": row[2],
-        "title": row[3],
-        "started_at": row[4],
+        "session_id": row.id,
+        "key": row.key,
+        "source": row.source,
+        "title": row.title,
+        "started_at": row.started_at,
         "turns": turns,
         "topics": _topics_by_session(store, [session_id]).get(session_id, []),
     }
@@ -128,41 +104,14 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
     edges in and out (with the verifier's reason on antecedent links)."""
     page = turn_cues(store, turn_id, limit=100)  # raises NotFound for an unknown turn
     cues = page.items[0].cues
-    spans = {
-        int(c): (int(a), int(b), str(x))
-        for c, a, b, x in store.conn.execute(
-            "SELECT id, span_start, span_end, extractor FROM cues WHERE turn_id = ?", (turn_id,)
-        )
-    }
-    meta = store.conn.one(
-        "SELECT t.session_id, s.key, s.source, t.ord, t.speaker, t.role, t.ts, t.text, t.source_id "
-        "FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = ?",
-        (turn_id,),
-    )
-    sid, key, source, ord_, speaker, role, ts, text, source_id = meta
-    enr = store.conn.execute(
-        "SELECT memory_type, type_source, low_info, model FROM turn_enrichment WHERE turn_id = ?", (turn_id,)
-    ).fetchone()
-    edges = []
-    for direction, sql in (
-        ("out", "SELECT e.dst, e.kind, e.weight, e.reason FROM edges e WHERE e.src = ?"),
-        ("in", "SELECT e.src, e.kind, e.weight, e.reason FROM edges e WHERE e.dst = ?"),
-    ):
-        for other, kind, weight, reason in store.conn.execute(sql, (turn_id,)):
-            edges.append(
-                {"direction": direction, "turn_id": int(other), "kind": kind, "weight": weight, "reason": reason}
-            )
-    others = (
-        {
-            int(i): (sp, tx, ts2)
-            for i, sp, tx, ts2 in store.conn.execute(
-                f"SELECT id, speaker, text, ts FROM turns WHERE id IN ({','.join('?' * len(edges))})",
-                [e["turn_id"] for e in edges],
-            )
-        }
-        if edges
-        else {}
-    )
+    spans = views.cue_spans(store.conn, turn_id)
+    sid, key, source, ord_, speaker, role, ts, text, source_id = views.turn_meta(store.conn, turn_id)
+    enr = views.turn_enrichment(store.conn, turn_id)
+    edges: list[dict[str, Any]] = [
+        {"direction": d, "turn_id": other, "kind": kind, "weight": weight, "reason": reason}
+        for d, other, kind, weight, reason in views.turn_edges(store.conn, turn_id)
+    ]
+    others = views.turn_previews(store.conn, [e["turn_id"] for e in edges])
     for e in edges:
         sp, tx, ts2 = others.get(e["turn_id"], ("", "", None))
         e.update(speaker=sp, text=_clip(tx), timestamp=ts2)
@@ -185,10 +134,10 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
         )
     return {
         "turn_id": turn_id,
-        "session_id": int(sid),
+        "session_id": sid,
         "session": key,
         "source": source,
-        "position": int(ord_),
+        "position": ord_,
         "speaker": speaker,
         "role": role,
         "timestamp": ts,
@@ -197,10 +146,10 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
         "cues": cue_list,
         "tags": sorted({t for c in cues for t in c.tags}),
         "facts": [c for c in cue_list if c["kind"] == "fact" or c["relation"]],
-        "memory_type": enr[0] if enr else None,
-        "type_source": enr[1] if enr else None,
-        "low_info": bool(enr[2]) if enr else False,
-        "enriched_by": enr[3] if enr else None,
+        "memory_type": enr.memory_type if enr else None,
+        "type_source": enr.type_source if enr else None,
+        "low_info": enr.low_info if enr else False,
+        "enriched_by": enr.model if enr else None,
         "edges": edges,
     }
 
@@ -211,14 +160,11 @@ def health(store: Store) -> dict[str, Any]:
     stats = store.stats()
     layers = layer_stats(store)
     jobs: dict[str, dict[str, int]] = {}
-    for kind, state, n in store.conn.execute("SELECT kind, state, count(*) FROM jobs GROUP BY kind, state"):
-        jobs.setdefault(str(kind), dict.fromkeys(JOB_STATES, 0))[str(state)] = int(n)
+    for kind, state, n in views.job_counts(store.conn):
+        jobs.setdefault(kind, dict.fromkeys(JOB_STATES, 0))[state] = n
     running = [
-        {"job": int(j), "kind": k, "turn_id": t, "owner": o, "until": u, "attempts": a, "error": e}
-        for j, k, t, o, u, a, e in store.conn.execute(
-            "SELECT id, kind, turn_id, locked_by, locked_until, attempts, last_error FROM jobs "
-            "WHERE state = 'running' ORDER BY id LIMIT 50"
-        )
+        {"job": j, "kind": k, "turn_id": t, "owner": o, "until": u, "attempts": a, "error": e}
+        for j, k, t, o, u, a, e in views.running_jobs(store.conn, limit=50)
     ]
     settings = store.settings
     return {
@@ -246,13 +192,13 @@ def health(store: Store) -> dict[str, Any]:
 
 def forget(store: Store, turn_id: int | None = None, session_id: int | None = None) -> dict[str, Any]:
     """Forget one turn or one whole session; returns how many turns were deleted."""
-    if (turn_id is None) == (session_id is None):
-        raise InputError("forget needs exactly one of turn_id and session_id")
-    if turn_id is not None:
-        if store.conn.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)).fetchone() is None:
+    if turn_id is not None and session_id is None:
+        if not views.turn_exists(store.conn, turn_id):
             raise NotFound(f"no turn with id {turn_id}")
         return {"forgotten": store.forget([turn_id])}
-    row = store.conn.execute("SELECT key, source FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if session_id is None or turn_id is not None:
+        raise InputError("forget needs exactly one of turn_id and session_id")
+    row = views.session_key_source(store.conn, session_id)
     if row is None:
         raise NotFound(f"no session with id {session_id}")
     return {"forgotten": store.forget(session=row[0], source=row[1]), "session": row[0]}
