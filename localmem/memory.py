@@ -75,9 +75,11 @@ class Memory:
         *,
         source: str = "api",
         started_at: str | None = None,
+        origin: str | None = None,
     ) -> WriteResult:
-        """Store turns in one transaction; returns the id of every turn given."""
-        return self.store.write(turns, session, source=source, started_at=started_at)
+        """Store turns in one transaction; returns the id of every turn given.
+        ``origin``: the device they were folded from (None: made here), journaled."""
+        return self.store.write(turns, session, source=source, started_at=started_at, origin=origin)
 
     def reconstruct(
         self, query: str, budget_tokens: int | None = None, as_of: str | None = None, scope: str | None = None
@@ -91,9 +93,12 @@ class Memory:
         session: str | None = None,
         before: str | None = None,
         source: str | None = None,
+        *,
+        origin: str | None = None,
     ) -> int:
-        """Delete turns by id, by session, or older than a time; returns how many."""
-        return self.store.forget(turn_ids, session=session, before=before, source=source)
+        """Delete turns by id, by session, or older than a time; returns how many.
+        ``origin``: the device the forget was folded from (None: made here), journaled."""
+        return self.store.forget(turn_ids, session=session, before=before, source=source, origin=origin)
 
     def stats(self) -> dict[str, Any]:
         return self.store.stats()

@@ -1,13 +1,13 @@
 """CABLE's construction: verified antecedent edges into a new turn, one job per turn.
 
 An ``antecedent`` job is queued for a turn when enrichment stores its memory type
-(``localmem/enrich.py``). For that turn m_i:
+(``localmem/enrichment/enrich.py``). For that turn m_i:
 
 1. no search when it is low-information (extraction's flag or the rule-based filter)
    or when no turn comes before it; the memory type is extraction's, else the keyword
    classifier's;
 2. up to Nq antecedent queries from the model, with the prompt of the turn's memory
-   type (``localmem/antecedent_prompts.py``; a fallback prompt for untyped turns, a
+   type (``localmem/enrichment/antecedent_prompts.py``; a fallback prompt for untyped turns, a
    topical one with ``generic_queries``);
 3. dual retrieval with the read path's own ranking (``reconstruct.retrieve``), only
    over turns strictly earlier than m_i (``Filter.before``): B = top-Kb for the turn's
@@ -16,9 +16,10 @@ An ``antecedent`` job is queued for a turn when enrichment stores its memory typ
 5. the model verifies C at temperature 0, ``verify_batch`` candidates per call; a
    candidate whose verdict is not ``valid: true`` is rejected. With ``verification`` off every
    candidate is accepted (reason "unverified", confidence = its retrieval score);
-6. one transaction: the job is marked done (only while this worker holds it), the
-   run is recorded in ``antecedent_runs`` and accepted links become edges
-   m_j -> m_i (kind ``antecedent``, weight = confidence, reason = the verdict's).
+6. one transaction (``localmem/storage/edges.py``): the job is marked done (only while
+   this worker holds it), the run is recorded in ``antecedent_runs`` and accepted links
+   become edges m_j -> m_i (kind ``antecedent``, weight = confidence, reason = the
+   verdict's), journaled by the door for changes (``localmem/storage/changes.py``).
 
 A reply that is not the JSON asked for (``localmem/models/replies.py``: empty, cut
 off, not JSON, a missing ``queries`` or verdict key) stops the construction: the job
@@ -32,7 +33,6 @@ the turns they touch. Cost per turn is bounded: at most Nq*Kh candidates and
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,9 +45,11 @@ from localmem.enrichment.stats import WorkerStats
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.retrieval.pool import earlier_mask, retrieve
-from localmem.storage import calls, db
+from localmem.storage import edges
+from localmem.storage.changes import LinkWrite
+from localmem.storage.edges import AntecedentRun
 from localmem.storage.queries import Filter, turn_rows
-from localmem.storage.queue import Job, finish, record_failure
+from localmem.storage.queue import Job, fail, unfinished
 from localmem.storage.store import Store
 
 KIND = "antecedent"
@@ -83,24 +85,14 @@ class Outcome:
 
 def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -> Outcome:
     """Steps 1-5 for one turn: no writes."""
-    conn = store.conn
-    row = conn.execute(
-        "SELECT t.speaker, t.text, t.ts, t.session_id, e.memory_type, coalesce(e.low_info, 0) "
-        "FROM turns t LEFT JOIN turn_enrichment e ON e.turn_id = t.id WHERE t.id = ?",
-        (turn_id,),
-    ).fetchone()
-    if row is None:
+    got = edges.antecedent_input(store.conn, turn_id)
+    if got is None:
         return Outcome(turn_id, skipped="turn forgotten")
-    speaker, text, ts, session_id, memory_type, low = str(row[0]), str(row[1]), row[2], int(row[3]), row[4], row[5]
+    speaker, text, ts, persons = got.speaker, got.text, got.ts, got.persons
     # A turn without extraction gets the keyword classifier's type (CABLE's own fallback);
     # a turn that matches none of its phrases gets the fallback prompt.
-    out = Outcome(turn_id, memory_type=memory_type or keyword_memory_type(text, default=None))
-    persons = [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT DISTINCT speaker FROM turns WHERE session_id = ? AND speaker != '' ORDER BY speaker", (session_id,)
-        )
-    ]
+    out = Outcome(turn_id, memory_type=got.memory_type or keyword_memory_type(text, default=None))
+    low = got.low_info
     if low or low_information(text, persons):
         out.skipped = "low information"
         return out
@@ -123,7 +115,7 @@ def construct(store: Store, gen: Generator, turn_id: int, params: CableParams) -
     if not params.verification:
         out.links = [Link(t, round(out.retrieved[t], 4), "unverified") for t in out.candidates]
         return out
-    rows = turn_rows(conn, out.candidates)
+    rows = turn_rows(store.conn, out.candidates)
     earlier = [line(rows[t].speaker, rows[t].text, rows[t].ts) for t in out.candidates]
     out.links = verify(gen, out, line(speaker, text, ts), earlier, out.candidates, params.verify_batch)
     return out
@@ -232,9 +224,7 @@ def run_jobs(
         stats.prompt_tokens += out.prompt_tokens
         stats.generated_tokens += out.generated_tokens
         if out.error:
-            with db.transaction(store.conn):
-                calls.write(store.conn, out.records)
-                state = record_failure(store.conn, job, out.error, max_attempts)
+            state = fail(store.conn, job, out.error, max_attempts, records=out.records)
             stats.failed += 1
             stats.parked += state == "parked"
             continue
@@ -247,52 +237,29 @@ def run_jobs(
 
 
 def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> bool:
-    """Step 6: one transaction. False when the job is no longer ours or the turn was
-    processed before (then nothing is written)."""
-    conn = store.conn
-    with db.transaction(conn):
-        calls.write(conn, out.records)
-        if not finish(conn, job.id) or out.skipped == "turn forgotten":
-            return False
-        fresh = conn.execute(
-            "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "
-            "accepted, calls, prompt_tokens, generated_tokens, variant, model) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
-            (
-                out.turn_id,
-                out.memory_type,
-                out.skipped,
-                json.dumps(out.queries),
-                len(out.direct),
-                len(out.retrieved),
-                len(out.candidates),
-                len(out.links),
-                out.calls,
-                out.prompt_tokens,
-                out.generated_tokens,
-                variant,
-                model_id,
-            ),
-        ).fetchone()
-        if fresh is None:
-            return False
-        # An earlier turn forgotten since the search takes its link with it.
-        conn.executemany(
-            "INSERT OR IGNORE INTO edges(src, dst, kind, weight, reason) "
-            "SELECT ?, ?, 'antecedent', ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
-            [(link.src, out.turn_id, link.confidence, link.reason, link.src) for link in out.links],
-        )
-    return True
+    """Step 6: one transaction (``storage/edges.py``). False when the job is no longer
+    ours or the turn was processed before (then nothing is written)."""
+    run = AntecedentRun(
+        out.turn_id,
+        out.memory_type,
+        out.skipped,
+        out.queries,
+        len(out.direct),
+        len(out.retrieved),
+        len(out.candidates),
+        out.calls,
+        out.prompt_tokens,
+        out.generated_tokens,
+        variant,
+        model_id,
+    )
+    links = [LinkWrite(link.src, out.turn_id, link.confidence, link.reason) for link in out.links]
+    return edges.commit_antecedents(store.conn, job, run, links, out.records)
 
 
 def cable_totals(store: Store) -> dict[str, int]:
     """Sums over ``antecedent_runs`` (several stores' totals add up)."""
-    row = store.conn.one(
-        "SELECT count(*), sum(skipped != ''), sum(candidates), sum(accepted), sum(calls), "
-        "sum(prompt_tokens), sum(generated_tokens) FROM antecedent_runs"
-    )
-    keys = ("runs", "skipped", "candidates", "accepted", "calls", "prompt_tokens", "generated_tokens")
-    return dict(zip(keys, (int(x or 0) for x in row), strict=True))
+    return edges.antecedent_totals(store.conn)
 
 
 def per_turn(t: dict[str, int]) -> dict[str, float]:
@@ -314,12 +281,11 @@ def per_turn(t: dict[str, int]) -> dict[str, float]:
 def cable_stats(store: Store) -> dict[str, Any]:
     """Coverage and cost of the antecedent layer (``localmem stats``, the benchmarks)."""
     t = cable_totals(store)
-    edges = int(store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0])
-    pending = int(store.conn.one("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (KIND,))[0])
+    pending = unfinished(store.conn, KIND)
     return {
         "turns_processed": t["runs"],
         "turns_skipped": t["skipped"],
         "jobs_waiting": pending,
-        "edges": edges,
+        "edges": edges.antecedent_edges(store.conn),
         **per_turn(t),
     }

@@ -26,7 +26,8 @@ groups, each in at most one theme. ``run_themes`` is one pass:
 Why a pass and not a job kind of its own: the ``themed`` flag already records the work
 durably, cleared in the same transaction that changes a topic's turns, so a queue row
 would only repeat it. The pass reads, calls the model outside any transaction, then
-writes everything in ONE transaction after checking that the topic tables are still
+writes everything in ONE transaction (``localmem/storage/topics.py``: each theme made,
+changed or dissolved passes the door for changes) after checking that the topic tables are still
 as it read them (otherwise it writes nothing and the next pass starts over). A crash or
 a concurrent writer therefore never leaves a half-built theme, and a failed model call
 costs a label, never a grouping. ``localmem.enrichment.worker.run_topics`` runs it after the topics jobs.
@@ -35,7 +36,6 @@ costs a label, never a grouping. ``localmem.enrichment.worker.run_topics`` runs 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -43,7 +43,9 @@ from localmem.enrichment import topics
 from localmem.enrichment.stats import ThemeStats
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord
-from localmem.storage import calls, db
+from localmem.storage import db
+from localmem.storage import topics as stored
+from localmem.storage.changes import TopicWrite
 from localmem.storage.store import Store
 from localmem.storage.vectable import mean_vector
 from localmem.util.clock import now_iso
@@ -79,21 +81,14 @@ class _Theme:
     changed: bool
 
 
-Snapshot = tuple[list[Any], list[Any]]
-
-
 def _read(conn: db.Conn) -> Snapshot:
-    """Everything a pass depends on (topics with their theme, member turns); read again
-    inside the write transaction to see whether anything changed meanwhile."""
-    rows = conn.execute(
-        "SELECT p.id, p.kind, p.themed, p.label, p.summary, p.updated_at, x.theme_id "
-        "FROM topics p LEFT JOIN theme_topics x ON x.topic_id = p.id ORDER BY p.id"
-    ).fetchall()
-    members = conn.execute(
-        "SELECT x.topic_id, x.turn_id, t.session_id, coalesce(t.ts, s.started_at, '') FROM topic_turns x "
-        "JOIN turns t ON t.id = x.turn_id JOIN sessions s ON s.id = t.session_id ORDER BY x.topic_id, t.session_id, t.ord"
-    ).fetchall()
-    return rows, members
+    """Everything a pass depends on (``storage/topics.theme_snapshot``); read again inside
+    the write transaction to see whether anything changed meanwhile."""
+    return stored.theme_snapshot(conn)
+
+
+Snapshot = stored.Snapshot
+Label = tuple[str, str, str | None]  # label, summary, the model that wrote them (None: keywords)
 
 
 class _Pass:
@@ -165,8 +160,8 @@ class _Pass:
         recurrence."""
         if word not in self._spread:
             phrase = '"' + word.replace('"', '""') + '"'
-            hits = self.store.conn.execute("SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?", (phrase,))
-            self._spread[word] = len({self.turn_topic.get(int(r[0])) for r in hits} - {None})
+            hits = stored.turns_matching(self.store.conn, phrase)
+            self._spread[word] = len({self.turn_topic.get(t) for t in hits} - {None})
         return self._spread[word] <= max(RARE_MIN, RARE_SHARE * len(self.topics))
 
     def best(self, topic_id: int, free: list[int]) -> tuple[str, int] | None:
@@ -230,13 +225,14 @@ class _Pass:
             topic.theme = key
         return pending
 
-    def label(self, theme: _Theme, gen: Generator | None, stats: ThemeStats) -> tuple[str, str]:
+    def label(self, theme: _Theme, gen: Generator | None, stats: ThemeStats) -> Label:
+        """(label, summary, the model that wrote them or None for keywords)."""
         members = sorted((self.topics[m] for m in theme.members), key=lambda t: (t.first, t.id))
         if gen is not None:
             stats.model_calls += 1
             got = _label_model(gen, members, self.records)
             if got is not None:
-                return got
+                return (*got, gen.model_id)
             stats.label_failures += 1
         turns = [x for t in members for x in t.turns]
         top = [w for w, _ in topics.keywords(self.store, turns).most_common(3)]
@@ -245,7 +241,7 @@ class _Pass:
         when = f" from {dates[0]} to {dates[-1]}" if dates else ""
         names = "; ".join(dict.fromkeys(t.label for t in members))
         sessions = len(set().union(*(t.sessions for t in members)))
-        return label, f"Came up in {sessions} sessions{when}: {names}."[:300]
+        return label, f"Came up in {sessions} sessions{when}: {names}."[:300], None
 
 
 def _label_model(gen: Generator, members: list[_Topic], records: list[CallRecord]) -> tuple[str, str] | None:
@@ -257,7 +253,7 @@ def _label_model(gen: Generator, members: list[_Topic], records: list[CallRecord
 def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:
     """One theme pass over what changed since the last (see the module docstring)."""
     stats = ThemeStats()
-    if store.conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone() is None:
+    if not stored.unplaced(store.conn):
         return stats
     snap = _read(store.conn)
     plan = _Pass(store, snap)
@@ -269,51 +265,38 @@ def run_themes(store: Store, gen: Generator | None = None) -> ThemeStats:
         key: plan.label(plan.themes[key], gen if i < MODEL_LABELS else None, stats) for i, key in enumerate(changed)
     }
     later = set(changed[MODEL_LABELS:]) if gen is not None else set()
-    with db.transaction(store.conn):
-        calls.write(store.conn, plan.records)
-        if _read(store.conn) != snap:
-            stats.conflicts += 1
-            return stats
-        _write(store, plan, labels, later, placed, stats)
+    writes = _writes(plan, labels, later)
+    ids = stored.commit_themes(store.conn, plan.records, snap, plan.dissolved, writes, placed)
+    if ids is None:
+        stats.conflicts += 1
+        return stats
+    for write, _model in writes:
+        stats.themes_created += write.id is None
+        stats.themes_relabelled += write.id is not None
     return stats
 
 
-def _write(
-    store: Store, plan: _Pass, labels: dict[int, tuple[str, str]], later: set[int], placed: list[int], stats: ThemeStats
-) -> None:
-    conn = store.conn
+def _writes(plan: _Pass, labels: dict[int, Label], later: set[int]) -> list[stored.Planned]:
+    """The changed themes as topic writes: label, its session topics, the turns that
+    join and leave it; marked placed unless its model label waits for a later pass."""
     now = now_iso()
-    conn.executemany("DELETE FROM topics WHERE id = ? AND kind = 'theme'", [(k,) for k in plan.dissolved])
+    out: list[stored.Planned] = []
     for key, theme in plan.themes.items():
         if not theme.changed:
             continue
-        label, summary = labels[key]
-        if theme.id is None:
-            theme.id = int(
-                conn.one(
-                    "INSERT INTO topics(label, summary, updated_at, kind, themed) VALUES (?, ?, ?, 'theme', 0) "
-                    "RETURNING id",
-                    (label, summary, now),
-                )[0]
-            )
-            stats.themes_created += 1
-        else:
-            stats.themes_relabelled += 1
-        conn.executemany(
-            "INSERT OR IGNORE INTO theme_topics(theme_id, topic_id) VALUES (?, ?)",
-            [(theme.id, m) for m in theme.members],
-        )
+        label, summary, model = labels[key]
         want = {x for m in theme.members for x in plan.topics[m].turns}
         have = plan.theme_turns.get(key, set())
-        conn.executemany(
-            "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(theme.id, x) for x in want - have]
+        write = TopicWrite(
+            theme.id,
+            "theme",
+            label,
+            summary,
+            now,
+            add_turns=tuple(sorted(want - have)),
+            remove_turns=tuple(sorted(have - want)),
+            add_topics=tuple(theme.members),
+            themed=key not in later,
         )
-        conn.executemany(
-            "DELETE FROM topic_turns WHERE topic_id = ? AND turn_id = ?", [(theme.id, x) for x in have - want]
-        )
-        # last: removing turns above fires the trigger that marks the theme unlabelled
-        conn.execute(
-            "UPDATE topics SET label = ?, summary = ?, updated_at = ?, themed = ? WHERE id = ?",
-            (label, summary, now, int(key not in later), theme.id),
-        )
-    conn.executemany("UPDATE topics SET themed = 1 WHERE id = ?", [(t,) for t in placed])
+        out.append((write, model))
+    return out

@@ -13,7 +13,8 @@ so new turns in a session queue a new job (incremental). Running a job:
   or a model error is logged (``logging.warning``), counted (``label_failures``) and
   costs the label only: the keywords label the topic;
 - topics, their member turns, the call log rows and ``done`` commit in one
-  transaction, which also clears each touched topic's ``themed`` flag: the
+  transaction (``localmem/storage/topics.py``, each topic through the door for
+  changes), which also clears each touched topic's ``themed`` flag: the
   cross-session theme pass (``localmem/enrichment/themes.py``), run after the jobs,
   picks the topic up from that flag.
 
@@ -40,8 +41,10 @@ from localmem.enrichment.stats import TopicStats
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
-from localmem.storage import calls, db, queries
-from localmem.storage.queue import Job, claim, fail, finish, record_failure
+from localmem.storage import cues, queries
+from localmem.storage import topics as stored
+from localmem.storage.changes import TopicWrite
+from localmem.storage.queue import Job, claim, fail
 from localmem.storage.store import Store
 from localmem.storage.vectable import turn_vectors
 from localmem.util.clock import now_iso
@@ -63,23 +66,12 @@ and "summary" (one sentence saying who talked about what)."""
 
 def enqueue(store: Store) -> int:
     """Queue a topics job for each session with turns outside every topic."""
-    with db.transaction(store.conn):
-        rows = store.conn.execute(
-            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, max(t.id) FROM turns t WHERE t.id NOT IN "
-            "(SELECT tt.turn_id FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session') "
-            "GROUP BY t.session_id RETURNING id",
-            (KIND,),
-        ).fetchall()
-    return len(rows)
+    return stored.enqueue_jobs(store.conn, KIND)
 
 
 def keywords(store: Store, turn_ids: list[int]) -> Counter[str]:
     """Keyword counts of some turns: extracted keyword cues, else the turns' own words."""
-    marks = ",".join("?" * len(turn_ids))
-    kws = [
-        str(r[0]).lower()
-        for r in store.conn.execute(f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks})", turn_ids)
-    ]
+    kws = [k.lower() for k in cues.keyword_texts(store.conn, turn_ids)]
     if not kws:
         rows = queries.turn_rows(store.conn, turn_ids).values()
         # speakers' names and contractions ("i'm", "it's") are in every topic of a chat
@@ -140,22 +132,17 @@ def vectors(store: Store, turn_ids: list[int]) -> np.ndarray:
 
 def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
     """(topic id or None for a new topic, turn ids to add) for a session's unassigned turns."""
-    rows = store.conn.execute(
-        "SELECT t.id, (SELECT tt.topic_id FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id "
-        "AND p.kind = 'session' WHERE tt.turn_id = t.id LIMIT 1) "
-        "FROM turns t WHERE t.session_id = ? ORDER BY t.ord",
-        (session_id,),
-    ).fetchall()
+    rows = stored.session_turn_topics(store.conn, session_id)
     last_topic: int | None = None
     last_members: list[int] = []
     todo: list[int] = []
     for tid, topic in rows:
         if topic is not None:
             if topic != last_topic:
-                last_topic, last_members = int(topic), []
-            last_members.append(int(tid))
+                last_topic, last_members = topic, []
+            last_members.append(tid)
         else:
-            todo.append(int(tid))
+            todo.append(tid)
     if not todo:
         return []
     vecs = dict(zip(last_members + todo, vectors(store, last_members + todo), strict=True))
@@ -181,69 +168,32 @@ def group(store: Store, session_id: int) -> list[tuple[int | None, list[int]]]:
 def run_job(store: Store, job: Job, gen: Generator | None, stats: TopicStats, max_attempts: int) -> None:
     """Group and label the unassigned turns of the session of a claimed ``job``, then
     write them and finish the job in one transaction (see the module docstring)."""
-    conn = store.conn
-    row = conn.execute("SELECT session_id FROM turns WHERE id = ?", (job.turn_id,)).fetchone()
-    plan = group(store, int(row[0])) if row else []
-    labels: list[tuple[int | None, list[int], str, str]] = []
+    session = stored.session_of(store.conn, job.turn_id)
+    plan = group(store, session) if session is not None else []
+    writes: list[stored.Planned] = []
     records: list[CallRecord] = []
+    now = now_iso()
     for topic, add in plan:
         members = add
         if topic is not None:
-            members = [int(r[0]) for r in conn.execute("SELECT turn_id FROM topic_turns WHERE topic_id = ?", (topic,))]
-            members += add
+            members = stored.members(store.conn, topic) + add
         got = _label_model(store, gen, members, records) if gen is not None else None
         stats.model_calls += gen is not None
         stats.label_failures += gen is not None and got is None
         label, summary = got or _label_free(store, members)
-        labels.append((topic, add, label, summary))
-    with db.transaction(conn):
-        calls.write(conn, records)
-        if not _still_valid(store, labels):
-            record_failure(conn, job, "the session's topics changed meanwhile", max_attempts)
-            stats.failed += 1
-            return
-        if not finish(conn, job.id):
-            return  # reclaimed by another worker after our lease lapsed: its result counts
-        now = now_iso()
-        for topic, add, label, summary in labels:
-            if topic is None:
-                topic = int(
-                    conn.one(
-                        "INSERT INTO topics(label, summary, updated_at) VALUES (?, ?, ?) RETURNING id",
-                        (label, summary, now),
-                    )[0]
-                )
-                stats.topics_created += 1
-            else:
-                conn.execute(
-                    "UPDATE topics SET label = ?, summary = ?, updated_at = ?, themed = 0 WHERE id = ?",
-                    (label, summary, now, topic),
-                )
-                stats.topics_grown += 1
-            conn.executemany(
-                "INSERT OR IGNORE INTO topic_turns(topic_id, turn_id) VALUES (?, ?)", [(topic, t) for t in add]
-            )
-            stats.turns += len(add)
+        model = gen.model_id if gen is not None and got is not None else None
+        writes.append((TopicWrite(topic, "session", label, summary, now, add_turns=tuple(add)), model))
+    state = stored.commit_session_topics(store.conn, job, records, writes, max_attempts)
+    if state == "failed":
+        stats.failed += 1
+        return
+    if state == "lost":
+        return  # reclaimed by another worker after our lease lapsed: its result counts
+    for write, _model in writes:
+        stats.topics_created += write.id is None
+        stats.topics_grown += write.id is not None
+        stats.turns += len(write.add_turns)
     stats.jobs += 1
-
-
-def _still_valid(store: Store, labels: list[tuple[int | None, list[int], str, str]]) -> bool:
-    """Whether the plan still applies: every turn it adds is in no session topic and
-    every topic it grows still exists (inside the write transaction)."""
-    adds = [t for _topic, add, _l, _s in labels for t in add]
-    if adds:
-        marks = ",".join("?" * len(adds))
-        taken = store.conn.execute(
-            f"SELECT 1 FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session' "
-            f"WHERE tt.turn_id IN ({marks}) LIMIT 1",
-            adds,
-        ).fetchone()
-        if taken:
-            return False
-    grown = [topic for topic, _a, _l, _s in labels if topic is not None]
-    return all(
-        store.conn.execute("SELECT 1 FROM topics WHERE id = ? AND kind = 'session'", (t,)).fetchone() for t in grown
-    )
 
 
 def run_topic_jobs(store: Store, gen: Generator | None = None, *, max_attempts: int | None = None) -> TopicStats:

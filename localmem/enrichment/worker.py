@@ -32,7 +32,8 @@ from localmem.enrichment.themes import run_themes
 from localmem.enrichment.topics import run_topic_jobs
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
-from localmem.storage.queue import KIND, Job, claim, fail
+from localmem.storage import topics
+from localmem.storage.queue import KIND, Job, claim, fail, next_due
 from localmem.storage.retry import WAITING, StillLocked, forever, retry_locked
 from localmem.storage.store import Store
 
@@ -126,14 +127,10 @@ def _backoff_left(store: Store) -> float | None:
     """Seconds until the earliest failed job of a kind this worker runs is due again;
     None when no job waits on a back-off."""
     kinds = [KIND] + ([ANTECEDENT] if store.settings.cable.enabled else [])
-    marks = ",".join("?" * len(kinds))
-    row = store.conn.execute(
-        f"SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL AND kind IN ({marks})",
-        kinds,
-    ).fetchone()
-    if row is None or row[0] is None:
+    when = next_due(store.conn, kinds)
+    if when is None:
         return None
-    due = datetime.fromisoformat(str(row[0])).replace(tzinfo=UTC)
+    due = datetime.fromisoformat(when).replace(tzinfo=UTC)
     return (due - datetime.now(UTC)).total_seconds()
 
 
@@ -142,12 +139,7 @@ def _topics_when_idle(store: Store, gen: Generator, max_attempts: int) -> None:
     no topic yet (after extraction, so labels can use the extracted keywords), and run
     the theme pass when topics await it (left over after a forget or a label cap). A
     topic failure is logged, never fatal to the worker: topics are a convenience layer."""
-
-    conn = store.conn
-    if (
-        conn.execute("SELECT 1 FROM turns WHERE id NOT IN (SELECT turn_id FROM topic_turns) LIMIT 1").fetchone()
-        or conn.execute("SELECT 1 FROM topics WHERE themed = 0 LIMIT 1").fetchone()
-    ):
+    if topics.has_work(store.conn):
         try:
             run_topics(store, gen)
         except LocalmemError as exc:

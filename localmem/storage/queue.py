@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import apsw
 
-from localmem.storage import db
+from localmem.models.replies import CallRecord
+from localmem.storage import calls, db
 from localmem.util.clock import now_iso
 
 KIND = "extract"
@@ -140,9 +142,19 @@ def claim(
     return [Job(j.id, j.turn_id, j.attempts + 1) for j in jobs]
 
 
-def fail(conn: apsw.Connection, job: Job, error: str, max_attempts: int, *, owner: str | None = None) -> str:
-    """Record a failed attempt: back to ``pending`` after a back-off, or ``parked``."""
+def fail(
+    conn: db.Conn,
+    job: Job,
+    error: str,
+    max_attempts: int,
+    *,
+    owner: str | None = None,
+    records: Sequence[CallRecord] = (),
+) -> str:
+    """Record a failed attempt: back to ``pending`` after a back-off, or ``parked``;
+    with the model calls that made it fail (``records``, for the call log)."""
     with db.transaction(conn):
+        calls.write(conn, records)
         return record_failure(conn, job, error, max_attempts, owner=owner)
 
 
@@ -181,6 +193,22 @@ def retry_parked(conn: apsw.Connection) -> int:
             (now_iso(),),
         ).fetchall()
     return len(rows)
+
+
+def unfinished(conn: db.Conn, kind: str = KIND) -> int:
+    """Jobs of ``kind`` not done yet (pending, running or parked)."""
+    return int(conn.one("SELECT count(*) FROM jobs WHERE kind = ? AND state != 'done'", (kind,))[0])
+
+
+def next_due(conn: db.Conn, kinds: Sequence[str]) -> str | None:
+    """The earliest time a failed job of ``kinds`` waiting on a back-off is due again
+    (naive ISO-8601 UTC); None when none waits."""
+    marks = ",".join("?" * len(kinds))
+    row = conn.execute(
+        f"SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL AND kind IN ({marks})",
+        list(kinds),
+    ).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def counts(conn: apsw.Connection, kind: str = KIND) -> dict[str, int]:

@@ -1,13 +1,16 @@
 """The store: one SQLite file holding sessions, turns, cues, edges and their indexes.
 
 This module owns the write side (write, link, forget, reindex) and the embedder
-binding; read-side SQL lives in ``localmem/search.py`` and scoring in
-``localmem/reconstruct.py``.
+binding; read-side SQL lives in ``localmem/storage/queries.py`` and scoring in
+``localmem/retrieval/``. Sessions and turns written and turns forgotten pass the door
+for changes (``localmem/storage/changes.py``), which journals them in the same
+transaction; their statement cues, vectors, FTS rows, edges and jobs are derived.
 
 Invariants:
 - a turn, its statement cues, their FTS rows, their vectors and its temporal edges
   are written in one transaction; ``write`` returns only after it commits;
-- content is identified by a hash, so writing the same turns again writes nothing;
+- content is identified by a hash, so writing the same turns again writes nothing
+  (no journal row either);
 - model calls (embedding) happen before the transaction opens, never inside it;
 - vectors of two embedding models are never mixed: the model id and dimension are
   recorded on first use, and opening with another embedder raises
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +31,7 @@ from localmem.config import RetrievalParams, Settings
 from localmem.errors import EmbedderMismatch, InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
-from localmem.storage import db
+from localmem.storage import changes, db
 from localmem.storage.graph import link_semantic
 from localmem.storage.mirrors import Mirrors, MirrorView
 from localmem.storage.pipeline import pipelined
@@ -186,31 +190,37 @@ class Store:
         *,
         source: str = "api",
         started_at: str | None = None,
+        origin: str | None = None,
     ) -> WriteResult:
         """Store turns (and their statement cues, vectors, temporal and semantic edges)
-        in one transaction. Returns the id of every turn given, new or already stored."""
+        in one transaction. Returns the id of every turn given, new or already stored.
+        ``origin``: the device the turns were folded from (None: made here), journaled."""
         if isinstance(turns, SessionIn):
             sess = turns
         else:
             sess = SessionIn(key=session or "default", turns=tuple(turns), started_at=started_at, source=source)
-        return self.write_sessions([sess])[0]
+        return self.write_sessions([sess], origin=origin)[0]
 
-    def write_sessions(self, sessions: Iterable[SessionIn], progress: Progress | None = None) -> list[WriteResult]:
+    def write_sessions(
+        self, sessions: Iterable[SessionIn], progress: Progress | None = None, *, origin: str | None = None
+    ) -> list[WriteResult]:
         """Write several sessions in ONE transaction (ingest batches use this)."""
         staged = self._stage(sessions)
         # Embed outside the transaction: model time must not hold the write lock.
-        results = self._commit(staged, self._embed(staged.fresh))
+        results = self._commit(staged, self._embed(staged.fresh), origin)
         if progress:
             progress(staged.turns)
         return results
 
-    def write_stream(self, batches: Iterable[tuple[Sequence[SessionIn], T]]) -> Iterator[tuple[list[WriteResult], T]]:
+    def write_stream(
+        self, batches: Iterable[tuple[Sequence[SessionIn], T]], *, origin: str | None = None
+    ) -> Iterator[tuple[list[WriteResult], T]]:
         """Write ``(sessions, tag)`` batches, each in its own transaction as
         ``write_sessions`` would, embedding batch k+1 on a worker thread while batch k
         commits. Yields ``(results, tag)`` after each commit, in order; a failure in
         batch k leaves the batches before it committed (and yielded), nothing of k."""
         for results, (_sessions, tag) in pipelined(
-            batches, lambda b: self._stage(b[0]), lambda st: self._embed(st.fresh), self._commit
+            batches, lambda b: self._stage(b[0]), lambda st: self._embed(st.fresh), partial(self._commit, origin=origin)
         ):
             yield results, tag
 
@@ -220,7 +230,7 @@ class Store:
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
 
-    def _commit(self, staged: Staged, vectors: Vectors) -> list[WriteResult]:
+    def _commit(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
         if not staged.sessions:
             return []
 
@@ -229,7 +239,7 @@ class Store:
             new_ids: list[int] = []
             with db.transaction(self.conn):
                 for sess, ps in staged.sessions:
-                    sid = self._session_id(sess, ps)
+                    sid = self._session_id(sess, ps, origin)
                     ids: list[int] = []
                     new = 0
                     next_ord = self._next_ord(sid)
@@ -242,7 +252,7 @@ class Store:
                             # Deleted by another process since we looked: rare enough to
                             # embed here rather than restart the batch.
                             vectors.update(self._embed([p]))
-                        tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash])
+                        tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash], origin)
                         next_ord += 1
                         ids.append(tid)
                         new_ids.append(tid)
@@ -270,7 +280,7 @@ class Store:
         """Vectors of turns and of their statement cues (``vectorize.turn_vectors``)."""
         return turn_vectors(self.embedder, self.params.cue_vectors, turns)
 
-    def _session_id(self, sess: SessionIn, ps: list[Prepared]) -> int:
+    def _session_id(self, sess: SessionIn, ps: list[Prepared], origin: str | None) -> int:
         started = sess.started_at
         if started:
             try:
@@ -279,27 +289,20 @@ class Store:
                 raise InputError(f"session {sess.key!r}: {exc}") from exc
         else:
             started = next((p.ts for p in ps if p.ts), None)
-        self.conn.execute(
-            "INSERT INTO sessions(source, key, title, started_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(source, key) DO UPDATE SET started_at = coalesce(sessions.started_at, excluded.started_at)",
-            (sess.source, sess.key, sess.title, started),
+        return changes.add_session(
+            self.conn, changes.SessionWrite(sess.source, sess.key, sess.title, started), origin=origin
         )
-        row = self.conn.one("SELECT id FROM sessions WHERE source = ? AND key = ?", (sess.source, sess.key))
-        return int(row[0])
 
     def _next_ord(self, session_id: int) -> int:
         row = self.conn.one("SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,))
         return int(row[0])
 
-    def _insert_turn(self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray) -> int:
+    def _insert_turn(
+        self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray, origin: str | None
+    ) -> int:
         t = p.turn
-        tid = int(
-            self.conn.one(
-                "INSERT INTO turns(session_id, ord, speaker, role, text, ts, source_id, hash, words) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text)),
-            )[0]
-        )
+        row = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
+        tid = changes.add_turn(self.conn, row, origin=origin)
         self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
         self.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
         self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
@@ -333,8 +336,11 @@ class Store:
         session: str | None = None,
         before: str | None = None,
         source: str | None = None,
+        *,
+        origin: str | None = None,
     ) -> int:
-        """Delete turns (and, by cascade, their cues, edges, vectors, index rows)."""
+        """Delete turns (and, by cascade, their cues, edges, vectors, index rows), each
+        journaled as forgotten (``origin``: the device the forget was folded from)."""
         clauses: list[str] = []
         args: list[Any] = []
         if turn_ids:
@@ -356,9 +362,8 @@ class Store:
 
         def delete() -> int:
             with db.transaction(self.conn):
-                n = self.conn.execute(f"DELETE FROM turns WHERE {' OR '.join(clauses)} RETURNING id", args).fetchall()
-                self.conn.execute("DELETE FROM sessions WHERE id NOT IN (SELECT DISTINCT session_id FROM turns)")
-            return len(n)
+                found = self.conn.execute(f"SELECT hash FROM turns WHERE {' OR '.join(clauses)}", args).fetchall()
+                return changes.forget(self.conn, [str(r[0]) for r in found], origin=origin)
 
         return self.retrying(delete)
 
