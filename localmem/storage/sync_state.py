@@ -15,7 +15,7 @@ import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,14 @@ from localmem.storage import db
 from localmem.storage.db import Conn
 
 CHUNK = 500
+
+
+class _Hashed(Protocol):
+    hash: str
+
+
+S = TypeVar("S")
+P = TypeVar("P", bound=_Hashed)
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,13 @@ def forgotten_among(conn: Conn, hashes: Iterable[str]) -> set[str]:
         sql = f"SELECT hash FROM forgotten WHERE hash IN ({_marks(len(chunk))})"
         out.update(str(r[0]) for r in conn.execute(sql, chunk))
     return out
+
+
+def drop_forgotten(conn: Conn, staged: list[tuple[S, list[P]]]) -> list[tuple[S, list[P]]]:
+    """The write path's check: each session's prepared turns without those whose hash is
+    in the forget set, so a forgotten turn stays forgotten whatever brings it again."""
+    gone = forgotten_among(conn, [p.hash for _, ps in staged for p in ps])
+    return staged if not gone else [(s, [p for p in ps if p.hash not in gone]) for s, ps in staged]
 
 
 def mark_forgotten(conn: Conn, hashes: Iterable[str]) -> None:
