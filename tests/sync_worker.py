@@ -21,6 +21,7 @@ def main() -> None:
             sync(store, root)
             print(f"synced s{i}", flush=True)
     elif role == "sync":
+        print("ready", flush=True)
         done = sync(store, root)
         print(f"folded {done.folded.segments}", flush=True)
     store.close()

@@ -198,17 +198,26 @@ def test_kill_9_mid_write_and_mid_fold(tmp_path: Path) -> None:
         acked |= {line.split()[1] for line in out.splitlines() if line.startswith("wrote")}
         assert rnd == 2 or acked, "the writer never got to write"
     leftovers = [p.name for p in (root / os.listdir(root)[0]).iterdir() if p.name.startswith(".")]
+    bulk = open_device(tmp_path / "bulk.db")  # enough segments that a fold takes a while
+    for i in range(150):
+        bulk.write(session(f"bulk{i}", f"Bulk {i} one.", f"Bulk {i} two."))
+        sync(bulk, root)
     reader = tmp_path / "c.db"
-    for _ in range(3):
+    killed_mid_fold = 0
+    for _ in range(4):
         proc = _run("sync", reader, root)
-        time.sleep(rng.uniform(0.3, 1.2))
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.1, 0.8))
         proc.send_signal(signal.SIGKILL)
-        proc.communicate()
+        out, _ = proc.communicate()
+        killed_mid_fold += "folded" not in out
+    assert killed_mid_fold, "no kill landed before the fold finished"
     a, c = open_device(writer), open_device(reader)
     sync(a, root)  # the writer's last pass after its kill exports what it had not
+    sync(bulk, root)
     assert not [p for p in (root / a_dev(a)).iterdir() if p.name.startswith(".")], leftovers
     sync(c, root)
     keys = {str(r[0]) for r in c.conn.execute("SELECT key FROM sessions")}
     assert acked <= keys
     assert sorted(hashes(c)) == sorted(hashes(a)) and len(hashes(c)) == len(set(hashes(c)))
-    assert state(c) == state(a)
+    assert state(c) == state(a) == state(bulk)
