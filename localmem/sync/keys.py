@@ -22,7 +22,7 @@ from localmem.sync.errors import Refused
 
 def _pyrage() -> Any:
     try:
-        import pyrage
+        import pyrage  # optional (localmem[sync]): only a sync with a key needs it
     except ImportError:
         raise ConfigError(
             "encrypted sync needs the age library: pip install 'localmem[sync]' (or pip install pyrage)"
