@@ -35,6 +35,7 @@ LAZY_ALLOWED = (
     "mcp_server.server",
     "uvicorn",
     "starlette",
+    "pyrage",  # optional: the localmem[sync] extra, only when segments are encrypted
 )
 
 

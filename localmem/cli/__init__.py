@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, read, ui
+from localmem.cli import admin, cable_flags, enrichment, export, memory, read, sync, ui
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         export.add_export,
         memory.add_backup,
         memory.add_reindex,
+        sync.add_sync,
         memory.add_demo,
         admin.add_serve,
         admin.add_mcp_config,

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from localmem.cli import cable_flags
+from localmem.cli import cable_flags, sync
 from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.cli.doctor import model_line, run_checks
 from localmem.config import Settings
@@ -49,6 +49,7 @@ def add_serve(sub: Subparsers) -> None:
     c.add_argument(
         "--cable", action="store_true", help="the background worker also builds antecedent links (off by default)"
     )
+    sync.add_background_flags(c)
     c.set_defaults(func=cmd_serve)
 
 
@@ -139,7 +140,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    return run_from_args(args, settings)
+    with sync.background(args, settings):
+        return run_from_args(args, settings)
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:

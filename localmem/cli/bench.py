@@ -18,6 +18,7 @@ from localmem.cli import cable_flags
 from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_scale import add_scale_parsers
+from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
@@ -130,6 +131,7 @@ def add_bench_parser(sub: Any) -> None:
     add_reliability_parsers(bsub)
     add_scale_parsers(bsub)
     add_import_parser(bsub)
+    add_sync_bench_parser(bsub)
 
 
 def _ints(text: str, what: str) -> list[int]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from localmem.cli import sync
 from localmem.cli.common import Subparsers, open_patient, open_store, print_json, say_waiting
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
@@ -74,6 +75,7 @@ def add_watch(sub: Subparsers) -> None:
         "--settle", type=float, default=2.0, help="seconds a file must stay unchanged before it is read (default 2)"
     )
     c.add_argument("--json", action="store_true", help="print one JSON object per event on stdout")
+    sync.add_background_flags(c)
     c.set_defaults(func=cmd_watch)
 
 
@@ -194,7 +196,8 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     with open_patient(settings) as store:
         store.patience = None  # the watcher backs off on its own and keeps watching
         watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
-        watcher.run(stop_on_signals(), worker=watch_worker(settings))
+        with sync.background(args, settings):
+            watcher.run(stop_on_signals(), worker=watch_worker(settings))
     return 0
 
 

@@ -37,6 +37,7 @@ from localmem.storage.mirrors import Mirrors, MirrorView
 from localmem.storage.pipeline import pipelined
 from localmem.storage.prepare import Prepared, Staged, prepare
 from localmem.storage.retry import Patience
+from localmem.storage.sync_state import drop_forgotten
 from localmem.storage.vectorize import TurnSpec, turn_doc, turn_vectors
 from localmem.storage.vectors import TurnMirror, VectorMirror
 from localmem.util.text import count_words, parse_time
@@ -225,7 +226,8 @@ class Store:
             yield results, tag
 
     def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
-        prepared = [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
+        # forget wins: a hash in the forget set is not written again (docs/sync.md)
+        prepared = drop_forgotten(self.conn, [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions])
         known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))

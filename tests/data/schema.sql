@@ -31,6 +31,15 @@ CREATE INDEX jobs_state ON jobs (state, kind);
 -- index sqlite_autoindex_sessions_1 on sessions
 -- (made by SQLite, no sql)
 
+-- index sqlite_autoindex_sync_folded_1 on sync_folded
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_sync_pending_1 on sync_pending
+-- (made by SQLite, no sql)
+
+-- index sqlite_autoindex_sync_refused_1 on sync_refused
+-- (made by SQLite, no sql)
+
 -- index sqlite_autoindex_tags_1 on tags
 -- (made by SQLite, no sql)
 
@@ -42,6 +51,9 @@ CREATE INDEX jobs_state ON jobs (state, kind);
 
 -- index sqlite_autoindex_turns_2 on turns
 -- (made by SQLite, no sql)
+
+-- index sync_pending_turn on sync_pending
+CREATE INDEX sync_pending_turn ON sync_pending (turn);
 
 -- index topic_turns_turn on topic_turns
 CREATE INDEX topic_turns_turn ON topic_turns (turn_id);
@@ -173,6 +185,12 @@ CREATE TABLE 'extracted_cues_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB, origi
 -- table extracted_cues_fts_idx on extracted_cues_fts_idx
 CREATE TABLE 'extracted_cues_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
 
+-- table forgotten on forgotten
+CREATE TABLE forgotten (
+    hash TEXT PRIMARY KEY,
+    at   REAL NOT NULL
+) STRICT, WITHOUT ROWID;
+
 -- table ingest_files on ingest_files
 CREATE TABLE ingest_files (
     id            INTEGER PRIMARY KEY,
@@ -255,6 +273,53 @@ CREATE TABLE sessions (
 
 -- table sqlite_sequence on sqlite_sequence
 CREATE TABLE sqlite_sequence(name,seq);
+
+-- table sync_device on sync_device
+CREATE TABLE sync_device (
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
+    device       TEXT NOT NULL,               -- this store's device id, given on first sync
+    next_segment INTEGER NOT NULL DEFAULT 1,  -- number of the next segment it writes
+    exported_seq INTEGER NOT NULL DEFAULT 0,  -- changes.seq of the newest change exported
+    hlc          INTEGER NOT NULL DEFAULT 0   -- newest hybrid-clock stamp given out or seen
+) STRICT;
+
+-- table sync_folded on sync_folded
+CREATE TABLE sync_folded (
+    device    TEXT NOT NULL,
+    segment   INTEGER NOT NULL,
+    sha256    TEXT NOT NULL,                  -- of the whole file
+    name      TEXT NOT NULL,
+    changes   INTEGER NOT NULL,
+    bytes     INTEGER NOT NULL,
+    hlc_hi    INTEGER NOT NULL,
+    folded_at REAL NOT NULL,
+    PRIMARY KEY (device, segment, sha256)
+) STRICT;
+
+-- table sync_pending on sync_pending
+CREATE TABLE sync_pending (
+    id     INTEGER PRIMARY KEY,
+    device TEXT NOT NULL,
+    turn   TEXT NOT NULL,                     -- the turn hash it waits for
+    change TEXT NOT NULL,                     -- the change as the segment held it (JSON)
+    UNIQUE (device, change)
+) STRICT;
+
+-- table sync_refused on sync_refused
+CREATE TABLE sync_refused (
+    device     TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    incomplete INTEGER NOT NULL DEFAULT 0,
+    at         REAL NOT NULL,
+    PRIMARY KEY (device, name)
+) STRICT;
+
+-- table sync_topics on sync_topics
+CREATE TABLE sync_topics (
+    key TEXT PRIMARY KEY,
+    hlc INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 
 -- table tags on tags
 CREATE TABLE tags (
@@ -441,6 +506,11 @@ CREATE TRIGGER turns_codes_update AFTER UPDATE OF session_id, ord, speaker, ts, 
     UPDATE turn_codes SET session_id = new.session_id, ord = new.ord, words = new.words,
         speaker = new.speaker, ts = unixepoch(new.ts)
     WHERE turn_id = new.id;
+END;
+
+-- trigger turns_forgotten on turns
+CREATE TRIGGER turns_forgotten AFTER DELETE ON turns BEGIN
+    INSERT OR IGNORE INTO forgotten(hash, at) VALUES (old.hash, unixepoch('subsec'));
 END;
 
 -- trigger turns_fts_delete on turns

@@ -1,0 +1,64 @@
+"""``localmem bench sync``: three devices over real Syncthing daemons (converge time,
+bytes per turn, identical stores), and ``--join N``: a new device folding an N-turn history
+against a plain ingest. Table to stdout; ``--json`` adds the result as one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from localmem.bench import sync_bench, sync_join
+from localmem.config import Settings
+
+
+def add_sync_bench_parser(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "sync",
+        help="three devices syncing over real Syncthing daemons: converge time, bytes per turn, identical stores",
+        description="Start one Syncthing daemon per device (127.0.0.1 only, no discovery or relays), three localmem "
+        "devices writing at once through their MCP servers (serve --sync) and CLI ingest, one forget, a derived "
+        "cue per device; report time to identical stores, bytes on the wire per turn, and a late device's join.",
+    )
+    c.add_argument("--turns", type=int, default=300, help="turns written in all by the three devices (default 300)")
+    c.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for convergence (default 300)")
+    c.add_argument("--join", type=int, default=0, help="also time a new device folding an N-turn history (0: skip)")
+    c.add_argument("--no-syncthing", action="store_true", help="only the --join measurement")
+    c.add_argument("--workdir", type=Path, help="keep daemons' homes, folders and stores here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=cmd_bench_sync)
+
+
+def cmd_bench_sync(args: argparse.Namespace, settings: Settings) -> int:
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-sync-"))
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {}
+    if not args.no_syncthing:
+        out["mesh"] = sync_bench.run(work, args.turns, args.timeout)
+        m = out["mesh"]
+        print(
+            f"devices {m['devices']} (one Syncthing daemon each), turns written {m['turns_written']}, forgotten {m['turns_forgotten']}"
+        )
+        print(f"writes took {m['write_s']} s; converged: {m['converged']} after {m['converge_s']} s more")
+        print(
+            f"wire bytes {m['wire_bytes']:,} ({m['wire_bytes_per_turn']} per turn written); segments {m['folder_bytes']:,} bytes"
+        )
+        print(f"turns per device {m['turns_each']}, lost {m['lost']}, duplicated {m['duplicated']}")
+        print(f"derived cues per device {m['derived_cues_each']}, forget set per device {m['forget_set_each']}")
+        j = m["join"]
+        print(
+            f"late device folds the folder: {j['turns']} turns in {j['seconds']} s, {j['cpu_ms_per_turn']} ms CPU per folded turn"
+        )
+    if args.join:
+        out["join"] = sync_join.join(work, args.join)
+        j = out["join"]
+        print(
+            f"join {j['turns']} turns: plain ingest {j['ingest_turns_per_s']} turns/s; fold {j['fold_turns_per_s']} turns/s "
+            f"({j['fold_embedding_s']} s of {j['fold_s']} s embedding); identical: {j['identical']}"
+        )
+    if args.json:
+        print(json.dumps(out))
+    ok = all(v.get("identical", True) and not v.get("lost") for v in out.values())
+    return 0 if ok else 1

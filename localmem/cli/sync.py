@@ -1,0 +1,162 @@
+"""``localmem sync DIR`` (once, or ``--watch``), ``localmem sync status [DIR]``, and the
+background sync that ``serve --sync DIR`` and ``watch --sync DIR`` run on a thread of
+their own (its own store connection, as every thread has)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from localmem.cli.common import Subparsers, open_patient, print_json
+from localmem.config import Settings
+from localmem.errors import LocalmemError
+from localmem.sync.keys import Keyring, load_keyring
+from localmem.sync.run import PLAINTEXT_WARNING, Pass, status, sync_once, watch
+
+PASSPHRASE_ENV = "LOCALMEM_SYNC_PASSPHRASE"
+
+
+def add_key_flags(c: argparse.ArgumentParser, prefix: str = "") -> None:
+    c.add_argument(
+        f"--{prefix}passphrase-file",
+        type=Path,
+        help=f"encrypt segments with age to the passphrase in this file (or set ${PASSPHRASE_ENV})",
+    )
+    c.add_argument(
+        f"--{prefix}identity",
+        type=Path,
+        action="append",
+        default=[],
+        help="an age identity file (age-keygen): encrypt to its public key, decrypt with it (repeatable)",
+    )
+    c.add_argument(
+        f"--{prefix}recipient", action="append", default=[], help="also encrypt to this age1… public key (repeatable)"
+    )
+
+
+def keyring(args: argparse.Namespace, prefix: str = "") -> Keyring:
+    p = prefix.replace("-", "_")
+    return load_keyring(
+        getattr(args, f"{p}passphrase_file"),
+        list(getattr(args, f"{p}identity")),
+        list(getattr(args, f"{p}recipient")),
+        os.environ.get(PASSPHRASE_ENV),
+    )
+
+
+def add_sync(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "sync",
+        help="share this memory with your other devices through a folder a sync tool carries",
+        description="Append this device's changes to DIR/<device-id>/ as immutable segment files and fold every "
+        "other device's segments into this store. DIR is a folder that Syncthing, a cloud drive or an rclone mount "
+        "carries between devices (docs/sync.md). `localmem sync status [DIR]` shows, per device, what was folded, "
+        "the lag and anything refused (a folder named 'status': write ./status).",
+    )
+    c.add_argument("dir", nargs="+", type=Path, help="the sync folder (or: status [DIR])")
+    c.add_argument("--watch", action="store_true", help="keep syncing every --interval seconds until Ctrl-C")
+    c.add_argument("--interval", type=float, default=10.0, help="seconds between passes with --watch (default 10)")
+    add_key_flags(c)
+    c.add_argument("--json", action="store_true", help="print JSON (one object per pass)")
+    c.set_defaults(func=cmd_sync)
+
+
+def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
+    dirs: list[Path] = args.dir
+    if str(dirs[0]) == "status":
+        if len(dirs) > 2:
+            raise LocalmemError("sync status takes at most one folder")
+        with open_patient(settings) as store:
+            report = status(store, dirs[1] if len(dirs) == 2 else None)
+        _show_status(report, args.json)
+        return 0
+    if len(dirs) != 1:
+        raise LocalmemError("sync takes one folder (or: sync status [DIR])")
+    root, keys = dirs[0], keyring(args)
+    if not keys.encrypts:
+        print(f"localmem sync: warning: {PLAINTEXT_WARNING.format(root=root)}", file=sys.stderr)
+    with open_patient(settings) as store:
+        if not args.watch:
+            done = sync_once(store, root, keys)
+            _show(done, args.json)
+            return 1 if done.folded.refused else 0
+        stop = threading.Event()
+        try:
+            watch(store, root, keys, args.interval, stop, lambda p: _show(p, args.json))
+        except KeyboardInterrupt:
+            stop.set()
+    return 0
+
+
+def _show(done: Pass, as_json: bool) -> None:
+    if as_json:
+        print_json(done.to_dict())
+        sys.stdout.flush()
+        return
+    f, e = done.folded, done.exported
+    print(
+        f"device {done.device}: exported {e.changes} changes in {e.segments} segments ({e.bytes:,} bytes); "
+        f"folded {f.segments} segments ({f.applied.turns} new turns, {f.applied.forgotten} forgotten, "
+        f"{f.applied.derived} derived, {f.applied.pending} waiting for their turn) in {done.seconds:.2f} s"
+    )
+    for reason in f.incomplete:
+        print(f"  still arriving: {reason}")
+    for reason in f.refused:
+        print(f"  refused: {reason}")
+
+
+def _show_status(report: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        print_json(report)
+        return
+    print(f"this device: {report['device']} (unexported changes: {report['unexported_changes']})")
+    for d in report["devices"]:  # type: ignore[attr-defined]
+        me = " (this device)" if d["this_device"] else ""
+        print(
+            f"  {d['device']}{me}: last segment folded {d['last_segment_folded']}, lag {d['lag_segments']} segments, "
+            f"{d['bytes_folded']:,} bytes, {d['changes_folded']} changes"
+        )
+    for r in report["refused"]:  # type: ignore[attr-defined]
+        print(f"  {'incomplete' if r['incomplete'] else 'REFUSED'}: {r['device']}/{r['name']}: {r['reason']}")
+    print(
+        f"derived changes waiting for their turn: {report['pending_derived']}; forgotten turns: {report['forgotten']}"
+    )
+
+
+def add_background_flags(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--sync", type=Path, metavar="DIR", help="also sync with this folder in the background")
+    c.add_argument("--sync-interval", type=float, default=30.0, help="seconds between background syncs (default 30)")
+    add_key_flags(c, "sync-")
+
+
+@contextmanager
+def background(args: argparse.Namespace, settings: Settings) -> Iterator[None]:
+    """Run ``watch`` on a thread with its own store while the body runs (``--sync``)."""
+    root: Path | None = getattr(args, "sync", None)
+    if root is None:
+        yield
+        return
+    keys = keyring(args, "sync-")
+    if not keys.encrypts:
+        print(f"localmem: warning: {PLAINTEXT_WARNING.format(root=root)}", file=sys.stderr)
+    stop = threading.Event()
+
+    def loop() -> None:
+        with open_patient(settings) as store:
+            try:
+                watch(store, root, keys, args.sync_interval, stop)
+            except LocalmemError as exc:
+                print(f"localmem: background sync stopped: {exc}", file=sys.stderr)
+
+    thread = threading.Thread(target=loop, name="localmem-sync", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)

@@ -1,0 +1,9 @@
+"""Sync through a folder that a sync tool carries (Syncthing, a cloud drive, an rclone
+mount): each device appends its changes to ``DIR/<device-id>/`` as immutable, checksummed
+segments and folds every other device's (see docs/sync.md).
+
+Modules: ``hlc`` (the hybrid logical clock), ``keys`` (age encryption via pyrage),
+``segment`` (the file format), ``export``, ``apply`` (the merge rules), ``fold``,
+``run`` (a pass, the watch loop, status). SQL lives in ``storage/sync_state`` and
+``storage/sync_log``; every change to the facts goes through ``storage/changes``.
+"""

@@ -1,0 +1,102 @@
+"""The age keys a sync folder's segments are encrypted with (PyPI ``pyrage``, the Rust
+``age`` implementation; no cryptography of our own).
+
+Either a passphrase (age's scrypt recipient: every segment costs a deliberate ~1 s key
+derivation to write and to read, fine for a few segments a minute) or X25519 identities
+(``AGE-SECRET-KEY-1…`` lines in a file, as ``age-keygen`` writes them): segments are
+encrypted to every identity's public key plus any extra ``age1…`` recipients, and
+decrypted with any of the identities. Invariant: a body that does not decrypt raises
+``Refused``; nothing is ever folded from it. ``pyrage`` is imported only when a key is set,
+so a plaintext sync needs no extra package (``pip install 'localmem[sync]'`` brings it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localmem.errors import ConfigError
+from localmem.sync.errors import Refused
+
+
+def _pyrage() -> Any:
+    try:
+        import pyrage  # optional (localmem[sync]): only a sync with a key needs it
+    except ImportError:
+        raise ConfigError(
+            "encrypted sync needs the age library: pip install 'localmem[sync]' (or pip install pyrage)"
+        ) from None
+    return pyrage
+
+
+@dataclass(frozen=True)
+class Keyring:
+    passphrase: str | None = None
+    identities: tuple[str, ...] = ()  # AGE-SECRET-KEY-1... strings
+    recipients: tuple[str, ...] = field(default=())  # extra age1... public keys
+
+    @property
+    def encrypts(self) -> bool:
+        return bool(self.passphrase or self.identities or self.recipients)
+
+    def describe(self) -> str:
+        if self.passphrase:
+            return "age (passphrase)"
+        if self.identities or self.recipients:
+            return f"age ({len(self.identities)} identities, {len(self.recipients)} extra recipients)"
+        return "none (plaintext)"
+
+    def encrypt(self, data: bytes) -> bytes:
+        pyrage = _pyrage()
+        if self.passphrase:
+            return bytes(pyrage.passphrase.encrypt(data, self.passphrase))
+        try:
+            recipients = [pyrage.x25519.Identity.from_str(i).to_public() for i in self.identities]
+            recipients += [pyrage.x25519.Recipient.from_str(r) for r in self.recipients]
+        except (pyrage.IdentityError, pyrage.RecipientError, ValueError) as exc:
+            raise ConfigError(f"a sync key is not a valid age identity or recipient: {exc}") from None
+        return bytes(pyrage.encrypt(data, recipients))
+
+    def decrypt(self, data: bytes) -> bytes:
+        if not self.encrypts:
+            raise Refused(
+                "the segment is age encrypted and no key is set on this device (--passphrase-file/--identity)"
+            )
+        pyrage = _pyrage()
+        try:
+            if self.passphrase:
+                return bytes(pyrage.passphrase.decrypt(data, self.passphrase))
+            if not self.identities:
+                raise Refused("the segment is encrypted; recipients alone cannot decrypt it (give --identity)")
+            ids = [pyrage.x25519.Identity.from_str(i) for i in self.identities]
+            return bytes(pyrage.decrypt(data, ids))
+        except pyrage.DecryptError as exc:
+            raise Refused(f"the segment does not decrypt with this device's key ({exc})") from None
+
+
+def load_keyring(
+    passphrase_file: Path | None, identity_files: list[Path], recipients: list[str], env_passphrase: str | None
+) -> Keyring:
+    """The keyring the command line asks for; a file that cannot be read is a ``ConfigError``."""
+    passphrase = env_passphrase or None
+    if passphrase_file is not None:
+        passphrase = _read(passphrase_file).strip("\r\n") or None
+        if passphrase is None:
+            raise ConfigError(f"{passphrase_file}: the passphrase file is empty")
+    identities: list[str] = []
+    for f in identity_files:
+        found = [ln.strip() for ln in _read(f).splitlines() if ln.strip().startswith("AGE-SECRET-KEY-")]
+        if not found:
+            raise ConfigError(f"{f}: no AGE-SECRET-KEY-1… line (make one with age-keygen)")
+        identities += found
+    if passphrase and (identities or recipients):
+        raise ConfigError("give a passphrase or identities/recipients, not both")
+    return Keyring(passphrase, tuple(identities), tuple(recipients))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the key file ({exc.strerror or exc})") from None

@@ -1,0 +1,31 @@
+"""A device in its own process, for the sync tests that kill one (``python -m
+tests.sync_worker ROLE DB FOLDER [N]``): ``write-sync`` writes N sessions, syncing after
+each; ``sync`` makes one pass. Prints one line per step, flushed, so the test knows what
+was acknowledged before the kill."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.sync_helpers import open_device, session, sync
+
+
+def main() -> None:
+    role, db, root = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    store = open_device(db)
+    if role == "write-sync":
+        for i in range(int(sys.argv[4])):
+            store.write(session(f"s{i}", *(f"Turn {j} of session {i} about topic {i * 7 + j}." for j in range(5))))
+            print(f"wrote s{i}", flush=True)
+            sync(store, root)
+            print(f"synced s{i}", flush=True)
+    elif role == "sync":
+        print("ready", flush=True)
+        done = sync(store, root)
+        print(f"folded {done.folded.segments}", flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
