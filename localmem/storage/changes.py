@@ -217,15 +217,31 @@ def add_enrichment(
     if row is None:
         return None
     turn_hash = str(conn.one("SELECT hash FROM turns WHERE id = ?", (turn_id,))[0])
-    data = {
+    _journal(conn, "enrichment", turn_hash, model, origin, _enrichment_data(e))
+    return turn_hash
+
+
+def merge_enrichment(
+    conn: Conn, turn_id: int, turn_hash: str, e: EnrichmentWrite, model: str, *, origin: str | None = None
+) -> None:
+    """A turn's extraction record from a second model, as a fold brings it: the smaller
+    model id's record is kept, whatever order the two arrive in."""
+    conn.execute(
+        "UPDATE turn_enrichment SET memory_type = ?, type_source = ?, low_info = ?, cues_kept = ?, "
+        "cues_rejected = ?, model = ? WHERE turn_id = ? AND model > ?",
+        (e.memory_type, e.type_source, int(e.low_info), e.cues_kept, e.cues_rejected, model, turn_id, model),
+    )
+    _journal(conn, "enrichment", turn_hash, model, origin, _enrichment_data(e))
+
+
+def _enrichment_data(e: EnrichmentWrite) -> dict[str, Any]:
+    return {
         "memory_type": e.memory_type,
         "type_source": e.type_source,
         "low_info": e.low_info,
         "cues_kept": e.cues_kept,
         "cues_rejected": e.cues_rejected,
     }
-    _journal(conn, "enrichment", turn_hash, model, origin, data)
-    return turn_hash
 
 
 def add_cue(
@@ -242,13 +258,36 @@ def add_cue(
     if row is None:
         return None
     cid = int(row[0])
-    for tag in c.tags:
+    _tag(conn, cid, turn_id, c.tags)
+    _journal(conn, "cue", cue_key(turn_hash, c.kind, c.text), model, origin, _cue_data(turn_hash, c))
+    return cid
+
+
+def merge_cue(conn: Conn, turn_id: int, turn_hash: str, c: CueWrite, model: str, *, origin: str | None = None) -> None:
+    """Another model's version of a cue the turn has already (same kind and text), as a
+    fold brings it: the row keeps the version of the smaller model id and gains the
+    incoming tags, so every device ends with the same row whatever order the two arrive in."""
+    cid = int(conn.one("SELECT id FROM cues WHERE turn_id = ? AND kind = ? AND text = ?", (turn_id, c.kind, c.text))[0])
+    conn.execute(
+        "UPDATE cues SET extractor = ?, subject = ?, relation = ?, object = ?, span_start = ?, span_end = ? "
+        "WHERE id = ? AND extractor > ?",
+        (model, c.subject, c.relation, c.object, c.start, c.end, cid, model),
+    )
+    _tag(conn, cid, turn_id, c.tags)
+    _journal(conn, "cue", cue_key(turn_hash, c.kind, c.text), model, origin, _cue_data(turn_hash, c))
+
+
+def _tag(conn: Conn, cue_id: int, turn_id: int, tags: Sequence[str]) -> None:
+    for tag in tags:
         conn.execute("INSERT OR IGNORE INTO tags(name) VALUES (?)", (tag,))
         conn.execute(
             "INSERT OR IGNORE INTO cue_tags(cue_id, tag_id, turn_id) SELECT ?, id, ? FROM tags WHERE name = ?",
-            (cid, turn_id, tag),
+            (cue_id, turn_id, tag),
         )
-    data = {
+
+
+def _cue_data(turn_hash: str, c: CueWrite) -> dict[str, Any]:
+    return {
         "turn": turn_hash,
         "kind": c.kind,
         "text": c.text,
@@ -258,8 +297,6 @@ def add_cue(
         "span": [c.start, c.end],
         "tags": list(c.tags),
     }
-    _journal(conn, "cue", cue_key(turn_hash, c.kind, c.text), model, origin, data)
-    return cid
 
 
 def add_antecedents(conn: Conn, links: Sequence[LinkWrite], model: str, *, origin: str | None = None) -> int:

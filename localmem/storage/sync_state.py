@@ -209,41 +209,6 @@ def set_topic_clock(conn: Conn, key: str, hlc: int) -> None:
     )
 
 
-# -- one derived row, two models: the smaller model id's version, the union of tags -------
-
-
-def merge_cue(
-    conn: Conn, turn_id: int, kind: str, text: str, model: str, fields: tuple[Any, ...], tags: Sequence[str]
-) -> None:
-    """Another device's model derived a cue this turn has already (same kind and text):
-    the row keeps the version of the smaller model id (``fields`` = subject, relation,
-    object, span start, span end of the incoming one), and gains the incoming tags, so
-    every device ends with the same row whatever order the two arrive in."""
-    row = conn.one("SELECT id FROM cues WHERE turn_id = ? AND kind = ? AND text = ?", (turn_id, kind, text))
-    cid = int(row[0])
-    conn.execute(
-        "UPDATE cues SET extractor = ?, subject = ?, relation = ?, object = ?, span_start = ?, span_end = ? "
-        "WHERE id = ? AND extractor > ?",
-        (model, *fields, cid, model),
-    )
-    for tag in tags:
-        conn.execute("INSERT OR IGNORE INTO tags(name) VALUES (?)", (tag,))
-        conn.execute(
-            "INSERT OR IGNORE INTO cue_tags(cue_id, tag_id, turn_id) SELECT ?, id, ? FROM tags WHERE name = ?",
-            (cid, turn_id, tag),
-        )
-
-
-def merge_enrichment(conn: Conn, turn_id: int, model: str, fields: tuple[Any, ...]) -> None:
-    """A turn's extraction record from two models: the smaller model id's is kept
-    (``fields`` = memory type, type source, low_info, cues kept, cues rejected)."""
-    conn.execute(
-        "UPDATE turn_enrichment SET memory_type = ?, type_source = ?, low_info = ?, cues_kept = ?, "
-        "cues_rejected = ?, model = ? WHERE turn_id = ? AND model > ?",
-        (*fields, model, turn_id, model),
-    )
-
-
 # -- for benchmarks and tests: what two synced stores must agree on -----------------------
 
 

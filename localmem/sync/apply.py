@@ -192,8 +192,7 @@ def _cue(conn: db.Conn, device: str, c: dict[str, Any], tid: int, doc: str, vec:
     model = str(c.get("model") or "")
     cid = door.add_cue(conn, tid, str(d["turn"]), cw, model, origin=device)
     if cid is None:
-        fields = (cw.subject, cw.relation, cw.object, cw.start, cw.end)
-        sync_state.merge_cue(conn, tid, cw.kind, cw.text, model, fields, cw.tags)
+        door.merge_cue(conn, tid, str(d["turn"]), cw, model, origin=device)
         return False
     sync_state.index_cue(conn, cid, doc, vec)
     return True
@@ -213,8 +212,7 @@ def _derived(conn: db.Conn, device: str, c: dict[str, Any], ids: dict[str, int])
             int(d["cues_rejected"]),
         )
         if door.add_enrichment(conn, tid, ew, model, origin=device) is None:
-            fields = (ew.memory_type, ew.type_source, int(ew.low_info), ew.cues_kept, ew.cues_rejected)
-            sync_state.merge_enrichment(conn, tid, model, fields)
+            door.merge_enrichment(conn, tid, str(c["key"]), ew, model, origin=device)
         sync_state.extraction_done(conn, tid)
     elif kind == "antecedent":
         link = door.LinkWrite(ids[str(d["src"])], ids[str(d["dst"])], float(d["weight"]), str(d["reason"]))
