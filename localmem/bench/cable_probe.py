@@ -36,8 +36,10 @@ from localmem.models.embedding import Embedder
 from localmem.models.llm import Generator
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.benchreads import antecedent_reason, turn_id_of_source
 from localmem.storage.queue import claim
 from localmem.storage.store import Store
+from localmem.storage.synthetic import drop_jobs_outside_sessions
 
 
 def load(path: Path | None = None) -> dict[str, Any]:
@@ -62,21 +64,11 @@ def sessions(case: dict[str, Any], filler: list[dict[str, Any]]) -> list[Session
     return sorted(out, key=lambda x: x.started_at or "")
 
 
-def _turn(store: Store, source_id: str) -> int:
-    row = store.conn.one("SELECT id FROM turns WHERE source_id = ?", (source_id,))
-    return int(row[0])
-
-
 def _enrich(store: Store, gen: Generator, settings: Settings, case_sessions: set[str]) -> WorkerStats:
     """Extraction, then CABLE's construction, for the case's own turns only: filler
     turns are history that is searched, not enriched or linked, which keeps a probe run
     to minutes on a CPU. Construction runs whatever ``[cable] enabled`` says."""
-    marks = ",".join("?" * len(case_sessions))
-    store.conn.execute(
-        f"DELETE FROM jobs WHERE turn_id IN (SELECT t.id FROM turns t JOIN sessions s "
-        f"ON s.id = t.session_id WHERE s.key NOT IN ({marks}))",
-        sorted(case_sessions),
-    )
+    drop_jobs_outside_sessions(store.conn, sorted(case_sessions))
     stats = WorkerStats()
     for kind, step, batch in (
         ("extract", enrich_jobs, settings.extract_batch),
@@ -106,10 +98,8 @@ def run(
         with Store(db, embedder=embedder, settings=settings) as store:
             store.write_sessions(sessions(case, data.get("filler", [])))
             stats = _enrich(store, gen, settings, {s["key"] for s in case["sessions"]})
-            src, dst = (_turn(store, s) for s in case["link"])
-            linked = store.conn.execute(
-                "SELECT reason FROM edges WHERE kind = 'antecedent' AND src = ? AND dst = ?", (src, dst)
-            ).fetchone()
+            src, dst = (turn_id_of_source(store.conn, s) for s in case["link"])
+            linked = antecedent_reason(store.conn, src, dst)
             ev = set(case["evidence"])
             on = reconstruct(store, case["question"], budget)
             off = localmem_nocable(store, case["question"], budget)
@@ -118,7 +108,7 @@ def run(
             {
                 "case": case["name"],
                 "link_built": linked is not None,
-                "link_reason": str(linked[0]) if linked else "",
+                "link_reason": linked or "",
                 "evidence_without": sum(t.source_id in ev for t in off.turns) / len(ev),
                 "evidence_with": sum(t.source_id in ev for t in on.turns) / len(ev),
                 "antecedent_turns_added": sum(t.reason == "antecedent" for t in on.turns),
@@ -129,7 +119,7 @@ def run(
                 "seconds": round(time.perf_counter() - t0, 1),
             }
         )
-        log(f"{case['name']}: link {'built' if linked else 'missing'}, {built['edges']} edges")
+        log(f"{case['name']}: link {'built' if linked is not None else 'missing'}, {built['edges']} edges")
     n = len(rows)
     return {
         "benchmark": "cable-probe",

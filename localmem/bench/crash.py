@@ -27,10 +27,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from localmem.storage import db
+from localmem.storage import benchreads, db
+
+T = TypeVar("T")
 
 PROTOCOL = "2025-06-18"
 
@@ -45,21 +49,17 @@ def _localmem(dbfile: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "localmem", "--db", str(dbfile), *args]
 
 
+def _read(dbfile: Path, read: Callable[[db.Conn], T]) -> T:
+    """``read`` on a connection of its own, closed after."""
+    conn = db.connect(dbfile)
+    try:
+        return read(conn)
+    finally:
+        conn.close()
+
+
 def _texts(dbfile: Path) -> Counter[str]:
-    conn = db.connect(dbfile)
-    try:
-        return Counter(str(r[0]) for r in conn.execute("SELECT text FROM turns"))
-    finally:
-        conn.close()
-
-
-def _one(dbfile: Path, sql: str, args: tuple[Any, ...] = ()) -> Any:
-    conn = db.connect(dbfile)
-    try:
-        row = conn.execute(sql, args).fetchone()
-        return row[0] if row else None
-    finally:
-        conn.close()
+    return _read(dbfile, benchreads.turn_text_counts)
 
 
 def _kill_after(proc: subprocess.Popen[Any], delay: float) -> threading.Timer:
@@ -88,7 +88,7 @@ def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: s
     proc.wait()
     timer.cancel()
     killed = proc.returncode == -signal.SIGKILL
-    done = _one(dbfile, "SELECT resume_unit FROM ingest_files WHERE path = ?", (str(path.resolve()),)) or 0
+    done = _read(dbfile, lambda c: benchreads.resume_unit(c, str(path.resolve())))
     have = _texts(dbfile)
     lost_before_resume = sum(1 for t in lines[: int(done)] if have[t] == 0)
     # Resume: the same command again, to the end.
@@ -185,8 +185,7 @@ def _worker_round(dbfile: Path, rng: random.Random) -> dict[str, Any]:
     timer = _kill_after(proc, rng.uniform(1.5, 6.0))
     proc.wait()
     timer.cancel()
-    owner = f"%:{proc.pid}"
-    held = _one(dbfile, "SELECT count(*) FROM jobs WHERE state = 'running' AND locked_by LIKE ?", (owner,)) or 0
+    held = _read(dbfile, lambda c: benchreads.jobs_held_by_pid(c, proc.pid))
     return {"killed": proc.returncode == -signal.SIGKILL, "jobs_held_at_kill": int(held), "pid": proc.pid}
 
 
@@ -213,21 +212,14 @@ def run(*, rounds: int = 50, seed: int = 0, workdir: Path | None = None) -> dict
                 out = _worker_round(dbfile, rng)
                 held_pids.append((out["pid"], out["jobs_held_at_kill"]))
                 per_kind[kind].append(out)
-            if _one(dbfile, "PRAGMA quick_check") != "ok":
+            if _read(dbfile, benchreads.quick_check) != "ok":
                 quick_failures += 1
         # A last worker pass reclaims what the last killed worker held.
         subprocess.run(_localmem(dbfile, "worker", "--once"), env=_env(), capture_output=True)
-        still_held = sum(
-            int(
-                _one(dbfile, "SELECT count(*) FROM jobs WHERE state = 'running' AND locked_by LIKE ?", (f"%:{p}",)) or 0
-            )
-            for p, _n in held_pids
-        )
+        still_held = sum(_read(dbfile, partial(benchreads.jobs_held_by_pid, pid=p)) for p, _n in held_pids)
         have = _texts(dbfile)
-        integrity = _one(dbfile, "PRAGMA integrity_check")
-        conn = db.connect(dbfile)
-        fk = len(conn.execute("PRAGMA foreign_key_check").fetchall())
-        conn.close()
+        integrity = _read(dbfile, benchreads.integrity_check)
+        fk = _read(dbfile, benchreads.foreign_key_violations)
         ing, mcp, wrk = per_kind["ingest"], per_kind["mcp"], per_kind["worker"]
         return {
             "rounds": rounds,

@@ -23,8 +23,9 @@ from localmem.enrichment.worker import run_worker
 from localmem.ingest import detect, runner
 from localmem.models.embedding import Embedder
 from localmem.models.llm import Generator
-from localmem.storage import db
+from localmem.storage.benchreads import count_jobs
 from localmem.storage.store import Store
+from localmem.storage.synthetic import keep_jobs_of_first_turns
 
 
 def run(
@@ -49,12 +50,8 @@ def run(
         plan = runner.plan(store, data, fmt, sample=sample)
         runner.run(store, plan)
         if limit:
-            with db.transaction(store.conn):
-                store.conn.execute(
-                    "DELETE FROM jobs WHERE turn_id NOT IN (SELECT id FROM turns ORDER BY session_id, ord LIMIT ?)",
-                    (limit,),
-                )
-        turns = int(store.conn.one("SELECT count(*) FROM jobs")[0])
+            keep_jobs_of_first_turns(store.conn, limit)
+        turns = count_jobs(store.conn)
         log(f"{turns} turns to enrich with {gen.model_id}")
         t0 = time.perf_counter()
         done = 0

@@ -36,7 +36,7 @@ from localmem.models.embedding import Embedder
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.reconstruct import assemble
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.storage import queries
+from localmem.storage import benchreads, queries
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
 
@@ -118,7 +118,7 @@ def _locomo_questions(
             log(f"conversation {sid}: pools")
             store = open_conversation_store(workdir, sid, data, embedder, settings)
             stores.append(store)
-            by_turn: dict[int, str | None] = dict(store.conn.execute("SELECT id, source_id FROM turns").fetchall())
+            by_turn: dict[int, str | None] = benchreads.source_ids(store.conn)
             for qa in sample.get("qa", []):
                 cat = qa.get("category")
                 ev, _bad = clean_evidence(qa.get("evidence") or [])

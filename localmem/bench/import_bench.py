@@ -32,6 +32,7 @@ import apsw
 
 from localmem.bench.bigexport import GENERATOR, ExportStats, write_export
 from localmem.ingest.runner import BATCH_TURNS
+from localmem.storage import benchreads
 
 Log = Callable[[str], None]
 _LINE = re.compile(r"^ingest: ([\d,]+)/([\d,]+) turns \([\d.]+%\), ([\d,.]+) turns/s.*?(?:ETA (\d+):(\d\d):(\d\d))?$")
@@ -159,8 +160,7 @@ def _turns(db: Path) -> int:
         conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             conn.set_busy_timeout(2000)
-            row = conn.execute("SELECT count(*) FROM turns").fetchone()
-            return int(row[0]) if row else 0
+            return benchreads.count_turns(conn)
         finally:
             conn.close()
     except (apsw.SQLError, apsw.BusyError):  # no tables yet, or a checkpoint in the way: ask again later
@@ -174,12 +174,11 @@ def _stored(db: Path) -> tuple[int, int]:
         return 0, 0
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        row = conn.execute("SELECT count(*), count(DISTINCT session_id || ':' || source_id) FROM turns").fetchone()
+        n, distinct = benchreads.turn_identities(conn)
     except apsw.SQLError:  # no tables yet
         return 0, 0
     finally:
         conn.close()
-    n, distinct = (int(row[0]), int(row[1])) if row else (0, 0)
     return n, n - distinct
 
 

@@ -44,6 +44,7 @@ from localmem.config import Settings
 from localmem.ingest import detect
 from localmem.ingest import longmemeval as lme
 from localmem.models.embedding import Embedder
+from localmem.storage import benchreads
 from localmem.storage.store import Store
 from localmem.storage.vectorize import turn_doc, turn_vectors
 
@@ -156,20 +157,16 @@ def run(
             t0, c0 = time.perf_counter(), time.process_time()
             report = runner_mod.ingest_file(store, path, fmt, question=question)
             total, cpu = time.perf_counter() - t0, time.process_time() - c0
-        rows = store.conn.execute("SELECT id, speaker, text, ts FROM turns ORDER BY id").fetchall()
-        spans: dict[int, list[tuple[int, int]]] = {}
-        for tid, a, b in store.conn.execute(
-            "SELECT turn_id, span_start, span_end FROM cues WHERE kind = 'statement' ORDER BY id"
-        ):
-            spans.setdefault(int(tid), []).append((int(a), int(b)))
-    docs = [turn_doc(str(sp), str(text), ts) for _tid, sp, text, ts in rows]
+        rows = benchreads.turn_texts(store.conn)
+        spans = benchreads.statement_spans(store.conn)
+    docs = [turn_doc(r.speaker, r.text, r.ts) for r in rows]
     log(f"ingested {report.new} turns in {total:.1f} s; now the model alone on the same {len(docs)} turns")
     t1, c1 = time.perf_counter(), time.process_time()
     embedder.embed(docs)
     embed_only, embed_only_cpu = time.perf_counter() - t1, time.process_time() - c1
     t2, c2 = time.perf_counter(), time.process_time()
     turn_vectors(
-        embedder, settings.retrieval.cue_vectors, [(str(r[1]), str(r[2]), r[3], spans.get(int(r[0]), [])) for r in rows]
+        embedder, settings.retrieval.cue_vectors, [(r.speaker, r.text, r.ts, spans.get(r.turn_id, [])) for r in rows]
     )
     model_only, model_cpu = time.perf_counter() - t2, time.process_time() - c2
     sec = timers.seconds

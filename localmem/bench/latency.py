@@ -18,7 +18,8 @@ from localmem.config import Settings
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import db
+from localmem.storage import synthetic as synthetic_store
+from localmem.storage.benchreads import count_edges, count_turns
 from localmem.storage.store import Store
 
 _PEOPLE = [
@@ -82,7 +83,7 @@ def run(
         path = workdir / f"latency-{n}.db"
         store = Store(path, embedder=embedder, settings=settings)
         try:
-            existing = int(store.conn.one("SELECT count(*) FROM turns")[0])
+            existing = count_turns(store.conn)
             sessions = synthetic_sessions(n)
             t0 = time.perf_counter()
             written = 0
@@ -107,7 +108,7 @@ def run(
                     "reconstruct_p50_ms": round(statistics.median(times), 2),
                     "reconstruct_p95_ms": round(times[int(0.95 * (len(times) - 1))], 2),
                     "db_mb": round(store.stats()["bytes"] / 1e6, 1),
-                    "antecedent_edges": int(store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0]),
+                    "antecedent_edges": count_edges(store.conn, "antecedent"),
                 }
             )
             log(f"{n}: {row}")
@@ -119,16 +120,7 @@ def run(
 def add_antecedent_edges(store: Store, per_turn: int, seed: int = 0) -> None:
     """``per_turn`` antecedent edges into every turn from random earlier turns (once per
     store): the read cost of CABLE's expansion on a dense graph, no model needed."""
-    if store.conn.execute("SELECT 1 FROM edges WHERE kind = 'antecedent' LIMIT 1").fetchone():
-        return
-    ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM turns ORDER BY id")]
-    rng = random.Random(seed)
-    edges = [(rng.choice(ids[:i]), ids[i]) for i in range(1, len(ids)) for _ in range(per_turn)]
-    with db.transaction(store.conn):
-        store.conn.executemany(
-            "INSERT OR IGNORE INTO edges(src, dst, kind, weight, reason) VALUES (?, ?, 'antecedent', 0.8, 'synthetic')",
-            edges,
-        )
+    synthetic_store.add_antecedent_edges(store.conn, per_turn, seed)
 
 
 def table(result: dict[str, Any]) -> str:

@@ -25,14 +25,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
 
-from localmem.storage import db
+from localmem.storage import benchreads, db
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -207,7 +207,7 @@ async def _watch(dbfile: Path, work: Path, rep: ClientReport, start: Start, file
 def _missing(dbfile: Path, texts: list[str]) -> list[str]:
     conn = db.connect(dbfile)
     try:
-        have = {str(r[0]) for r in conn.execute("SELECT text FROM turns")}
+        have = benchreads.turn_text_counts(conn)
     finally:
         conn.close()
     return [t for t in texts if t not in have]
@@ -216,14 +216,9 @@ def _missing(dbfile: Path, texts: list[str]) -> list[str]:
 def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
     conn = db.connect(dbfile)
     try:
-        counts = Counter(str(r[0]) for r in conn.execute("SELECT text FROM turns"))
+        counts = benchreads.turn_text_counts(conn)
         acked = [t for r in reports if r.kind in ("writer", "ingest") for t in r.texts]
         turns = sum(counts.values())
-
-        def one(sql: str) -> Any:
-            row = conn.execute(sql).fetchone()
-            return row[0] if row else None
-
         return {
             "turns": turns,
             "acknowledged": len(acked),
@@ -231,13 +226,9 @@ def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
             "duplicated": sum(n - 1 for n in counts.values() if n > 1),
             "watch_files_missing_turns": sum(len(_missing(dbfile, r.texts)) for r in reports if r.kind == "watch"),
             "reconstruct_failures": sum(sum(r.errors.values()) for r in reports if r.kind == "reader"),
-            "integrity_check": one("PRAGMA integrity_check"),
-            "foreign_key_violations": len(conn.execute("PRAGMA foreign_key_check").fetchall()),
-            "turns_fts_rows": one("SELECT count(*) FROM turns_fts"),
-            "turn_vectors": one("SELECT count(*) FROM turn_vec"),
-            "statement_cues": one("SELECT count(*) FROM cues WHERE kind = 'statement'"),
-            "cues_fts_rows": one("SELECT count(*) FROM cues_fts"),
-            "cue_vectors": one("SELECT count(*) FROM cue_vec"),
+            "integrity_check": benchreads.integrity_check(conn),
+            "foreign_key_violations": benchreads.foreign_key_violations(conn),
+            **asdict(benchreads.index_counts(conn)),
         }
     finally:
         conn.close()

@@ -21,6 +21,7 @@ from localmem.enrichment.antecedent import cable_totals, per_turn
 from localmem.ingest import locomo
 from localmem.models.embedding import Embedder
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.benchreads import count_edges
 from localmem.storage.store import Store
 from localmem.toolkit import turn_refs
 
@@ -94,8 +95,8 @@ def run(
                         extra = [t for t in ctx.turns if t.reason == "antecedent"]
                         added[m][0] += len(extra)
                         added[m][1] += sum(t.source_id in ev for t in extra)
-            edges = store.conn.one("SELECT count(*) FROM edges WHERE kind = 'antecedent'")[0]
-            built.append({"sample": sid, "turns": store.stats()["turns"], "edges": int(edges), **cable_totals(store)})
+            edges = count_edges(store.conn, "antecedent")
+            built.append({"sample": sid, "turns": store.stats()["turns"], "edges": edges, **cable_totals(store)})
         finally:
             store.close()
         log(f"conversation {sid}: {asked} questions so far")

@@ -15,6 +15,7 @@ from localmem.config import Settings
 from localmem.ingest import longmemeval
 from localmem.models.embedding import Embedder
 from localmem.storage import db
+from localmem.storage.benchreads import count_turns
 from localmem.storage.store import Store
 from localmem.util.text import parse_time
 
@@ -48,7 +49,7 @@ def is_built(path: Path, item: dict[str, Any]) -> bool:
     except apsw.Error:
         return False
     try:
-        return int(conn.one("SELECT count(*) FROM turns")[0]) >= want
+        return count_turns(conn) >= want
     except apsw.Error:
         return False
     finally:

@@ -23,6 +23,7 @@ from localmem.retrieval.packing import Candidate, pack, quote, render, rrf
 from localmem.retrieval.pool import visible_mask
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import queries
+from localmem.storage.benchreads import turns_newest_first
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
 from localmem.storage.vectable import turn_vectors
@@ -159,12 +160,7 @@ def hybrid(store: Store, query: str, budget: int, as_of: str | None = None) -> C
 def recent(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:
     """Full history, truncated to the most recent turns that fit (what a chat client
     that replays history would send)."""
-    rows = store.conn.execute(
-        "SELECT t.id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE (? IS NULL OR t.ts <= ?) "
-        "ORDER BY coalesce(s.started_at, t.ts) DESC, t.session_id DESC, t.ord DESC",
-        (as_of, as_of),
-    ).fetchall()
-    return _context(store, query, [(int(r[0]), 0.0) for r in rows], budget)
+    return _context(store, query, [(tid, 0.0) for tid in turns_newest_first(store.conn, as_of)], budget)
 
 
 def localmem_method(store: Store, query: str, budget: int, as_of: str | None = None) -> Context:

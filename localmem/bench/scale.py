@@ -54,7 +54,7 @@ from localmem.models.registry import default_embedder
 from localmem.retrieval import pool as pool_mod
 from localmem.retrieval import reconstruct as reconstruct_mod
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import db
+from localmem.storage import benchreads, db
 from localmem.storage import queries as queries_mod
 from localmem.storage.store import Store
 
@@ -83,13 +83,13 @@ def queries_for(path: Path, n: int, seed: int = 11) -> list[str]:
     user asks about something said), read back from the store itself."""
     conn = db.connect(path, readonly=True)
     try:
-        top = int(conn.one("SELECT max(id) FROM turns")[0] or 0)
+        top = benchreads.max_turn_id(conn)
         rng = random.Random(seed)
         out = []
         for _ in range(n):
-            row = conn.one("SELECT speaker, text FROM turns WHERE id >= ? LIMIT 1", (rng.randint(1, top),))
-            words = str(row[1]).replace(".", "").split()
-            out.append(f"What did {row[0]} say about {' '.join(rng.sample(words, min(4, len(words))))}?")
+            turn = benchreads.turn_from(conn, rng.randint(1, top))
+            words = turn.text.replace(".", "").split()
+            out.append(f"What did {turn.speaker} say about {' '.join(rng.sample(words, min(4, len(words))))}?")
         return out
     finally:
         conn.close()
@@ -244,7 +244,7 @@ def run(
         log(f"{n}: built in {build_s:.0f} s" if build_s else f"{n}: kept the store built before")
         conn = db.connect(path, readonly=True)
         try:
-            cues = int(conn.one("SELECT count(*) FROM cues")[0])
+            cues = benchreads.count_cues(conn)
         finally:
             conn.close()
         size = sum(p.stat().st_size for p in pagecache.files(path))

@@ -1,11 +1,10 @@
-"""Synthetic stores for ``localmem bench scale``: chat-like turns written with bulk SQL.
+"""Synthetic stores for ``localmem bench scale``: chat-like turns, written in bulk.
 
-A real store's rows, made without the model and without ``Store.write`` per turn:
-sessions, turns (same hash, words, time as the write path gives: each turn goes through
-``prepare``), statement cues (its sentences), both FTS indexes, ``turn_vec`` / ``cue_vec``
-(whose triggers fill the mirrors' code tables, as on the write path), extraction jobs,
-temporal edges (the store's window and weights) and semantic edges.
-Rows are inserted with ``executemany`` in one transaction per chunk of turns.
+A real store's rows, made without the model and without ``Store.write`` per turn: this
+module generates the sessions, the vectors and the semantic edges; the storage side
+(``localmem/storage/synthetic.py``) lays out the rows ``Store.write`` would make for them
+(sessions, turns, statement cues, FTS, vectors and codes, extraction jobs, temporal edges)
+and writes them in one transaction per chunk of ``CHUNK_TURNS`` turns.
 
 The generator (seeded, so runs compare):
 - sessions of two speakers; turns per session geometric, mean 20; one session every
@@ -40,11 +39,8 @@ from threadpoolctl import threadpool_limits
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db
-from localmem.storage.prepare import prepare
 from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_doc
-from localmem.util.text import count_words
+from localmem.storage.synthetic import SemanticEdge, SyntheticWriter
 
 VOCAB = 50_000
 TOPICS = 300
@@ -144,14 +140,6 @@ def _unit(m: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass
-class _Ids:
-    session: int = 0
-    turn: int = 0
-    cue: int = 0
-    rings: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-
-
 def build(
     path: Path,
     n_turns: int,
@@ -172,109 +160,45 @@ def build(
         for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             p.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    Store(path, embedder=embedder, settings=settings).close()  # schema, vec0 tables, embedder binding
+    Store(path, embedder=embedder, settings=settings).close()  # schema, vector tables, embedder binding
     synth = Synth(embedder.dim, seed, cues_per_turn)
-    conn = db.connect(path)
-    # This connection only: a bench build is rebuilt if torn (no fsync), its ids are made
-    # consistent here (no foreign-key lookup per row), and a big page cache keeps the
-    # indexes' hot pages in memory.
-    for pragma in ("synchronous = OFF", "foreign_keys = OFF", "cache_size = -262144"):
-        conn.execute(f"PRAGMA {pragma}")
-    ids = _Ids()
+    rings: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     batch: list[tuple[SessionIn, np.ndarray]] = []
     pending = 0
     # One BLAS thread: the semantic edges are many small products, which OpenBLAS's
     # threads make ~10x slower on a loaded machine (12.5 s vs 1.2 s a chunk, measured).
-    try:
-        with threadpool_limits(limits=1):
-            for sess, topics in synth.sessions(n_turns):
-                batch.append((sess, topics))
-                pending += len(sess.turns)
-                if pending >= CHUNK_TURNS:
-                    _write_chunk(conn, synth, batch, ids, settings)
-                    log(f"{n_turns}: {ids.turn} turns, {ids.cue} cues ({time.perf_counter() - t0:.0f} s)")
-                    batch, pending = [], 0
-            if batch:
-                _write_chunk(conn, synth, batch, ids, settings)
-            with db.transaction(conn):
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('bench_synthetic', ?)", (recipe,))
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.close()
+    with SyntheticWriter(path, settings.retrieval.temporal_window) as out, threadpool_limits(limits=1):
+        for sess, topics in synth.sessions(n_turns):
+            batch.append((sess, topics))
+            pending += len(sess.turns)
+            if pending >= CHUNK_TURNS:
+                _write_chunk(out, synth, batch, rings, settings.retrieval.semantic_k)
+                log(f"{n_turns}: {out.turns} turns, {out.cues} cues ({time.perf_counter() - t0:.0f} s)")
+                batch, pending = [], 0
+        if batch:
+            _write_chunk(out, synth, batch, rings, settings.retrieval.semantic_k)
+        out.finish(recipe)
     return time.perf_counter() - t0
 
 
 def _write_chunk(
-    conn: db.Conn, synth: Synth, batch: list[tuple[SessionIn, np.ndarray]], ids: _Ids, settings: Settings
+    out: SyntheticWriter,
+    synth: Synth,
+    batch: list[tuple[SessionIn, np.ndarray]],
+    rings: dict[int, tuple[np.ndarray, np.ndarray]],
+    k: int,
 ) -> None:
-    sessions: list[tuple[object, ...]] = []
-    turns: list[tuple[object, ...]] = []
-    fts: list[tuple[int, str]] = []
-    jobs: list[tuple[int]] = []
-    tvec: list[tuple[int, bytes]] = []
-    cues: list[tuple[int, int, str, int, int]] = []
-    cfts: list[tuple[int, str]] = []
-    temporal: list[tuple[int, int, float]] = []
-    cue_turn: list[int] = []
-    cue_pos: list[int] = []
-    cue_topic: list[int] = []
-    w = settings.retrieval.temporal_window
     all_topics = np.concatenate([t for _, t in batch])
     turn_vecs = synth.turn_vectors(all_topics)
-    at = 0
-    for sess, topics in batch:
-        ids.session += 1
-        sessions.append((ids.session, sess.source, sess.key, sess.title, sess.started_at))
-        for ord_, t in enumerate(sess.turns):
-            p = prepare(sess, t, ord_)
-            ids.turn += 1
-            tid = ids.turn
-            turns.append(
-                (tid, ids.session, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
-            )
-            fts.append((tid, turn_doc(t.speaker, t.text, p.ts)))
-            jobs.append((tid,))
-            tvec.append((tid, turn_vecs[at].tobytes()))
-            for back in range(1, min(w, ord_) + 1):
-                temporal.append((tid - back, tid, 1.0 / back))
-            for s, e in p.spans:
-                ids.cue += 1
-                cues.append((ids.cue, tid, t.text[s:e], s, e))
-                cfts.append((ids.cue, turn_doc(t.speaker, t.text[s:e], p.ts)))
-                cue_turn.append(tid)
-                cue_pos.append(at)
-                cue_topic.append(int(topics[ord_]))
-            at += 1
-    cue_vecs = synth.cue_vectors(turn_vecs[np.array(cue_pos, dtype=np.int64)])
-    cvec = [(cid, v.tobytes()) for (cid, *_rest), v in zip(cues, cue_vecs, strict=True)]
-    semantic = _semantic_edges(cue_vecs, np.array(cue_turn), np.array(cue_topic), ids, settings.retrieval.semantic_k)
-    with db.transaction(conn):
-        conn.executemany("INSERT INTO sessions(id, source, key, title, started_at) VALUES (?, ?, ?, ?, ?)", sessions)
-        conn.executemany(
-            "INSERT INTO turns(id, session_id, ord, speaker, role, text, ts, source_id, hash, words) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            turns,
-        )
-        conn.executemany("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", fts)
-        conn.executemany("INSERT INTO jobs(kind, turn_id) VALUES ('extract', ?)", jobs)
-        conn.executemany("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", tvec)
-        conn.executemany(
-            "INSERT INTO cues(id, turn_id, kind, text, span_start, span_end) VALUES (?, ?, 'statement', ?, ?, ?)", cues
-        )
-        conn.executemany("INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", cfts)
-        conn.executemany("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", cvec)
-        conn.executemany("INSERT INTO edges(src, dst, kind, weight) VALUES (?, ?, 'temporal', ?)", temporal)
-        conn.executemany(
-            "INSERT INTO edges(src, dst, kind, weight) VALUES (?, ?, 'semantic', ?) "
-            "ON CONFLICT(src, dst, kind) DO UPDATE SET weight = max(weight, excluded.weight)",
-            semantic,
-        )
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # keep the WAL to one chunk
+    layout = out.lay_out([s for s, _ in batch])
+    cue_vecs = synth.cue_vectors(turn_vecs[layout.cue_pos])
+    semantic = _semantic_edges(cue_vecs, layout.cue_turns, all_topics[layout.cue_pos], rings, k)
+    out.write(layout, turn_vecs, cue_vecs, semantic)
 
 
 def _semantic_edges(
-    vecs: np.ndarray, turns: np.ndarray, topics: np.ndarray, ids: _Ids, k: int
-) -> list[tuple[int, int, float]]:
+    vecs: np.ndarray, turns: np.ndarray, topics: np.ndarray, rings: dict[int, tuple[np.ndarray, np.ndarray]], k: int
+) -> list[SemanticEdge]:
     """Each new cue's ``k`` most similar cues of other turns among its topic's recent
     cues (earlier chunks and this one), as (lower turn, higher turn, best cosine)."""
     if k <= 0:
@@ -283,10 +207,10 @@ def _semantic_edges(
     empty = (np.zeros((0, vecs.shape[1]), np.float32), np.zeros(0, np.int64))
     for topic in np.unique(topics):
         rows = np.nonzero(topics == topic)[0]
-        old_v, old_t = ids.rings.get(int(topic), empty)
+        old_v, old_t = rings.get(int(topic), empty)
         cand_v = np.concatenate([old_v, vecs[rows]])
         cand_t = np.concatenate([old_t, turns[rows]])
-        ids.rings[int(topic)] = (cand_v[-RING:], cand_t[-RING:])
+        rings[int(topic)] = (cand_v[-RING:], cand_t[-RING:])
         sims = vecs[rows] @ cand_v.T
         sims[turns[rows][:, None] == cand_t[None, :]] = -np.inf
         kk = min(k, sims.shape[1] - 1)
