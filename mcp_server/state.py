@@ -3,7 +3,8 @@
 Invariants:
 - every use of the store's connection goes through :meth:`AppState.call` (or holds
   ``AppState.lock``): one call at a time, on a worker thread so the event loop never
-  blocks; library errors become tool errors with the library's message;
+  blocks; library errors become tool errors with the library's message (SQLite's failures
+  as storage names them: "disk full writing PATH: ...", "PATH is read-only (...)");
 - model generation never holds that lock (:meth:`AppState.generate`): ``answer``
   reconstructs under it, then the model answers while other tools run;
 - a write that still meets "database is locked" after the busy timeout (another process
@@ -30,8 +31,9 @@ import apsw
 from mcp.server.mcpserver.exceptions import ToolError
 
 from localmem.enrichment.worker import run_worker
-from localmem.errors import LocalmemError, ModelError
+from localmem.errors import LocalmemError, ModelError, NotAStore, StoreCorrupt, StoreReadOnly
 from localmem.models.llm import Generator
+from localmem.storage.faults import translate
 from localmem.storage.retry import BUSY_ERRORS, retry_locked
 from localmem.storage.store import Store
 from localmem.util.heap import IdleRelease
@@ -71,7 +73,7 @@ class AppState:
                 return job()
 
         try:
-            return await _off_loop(locked)
+            return await _off_loop(locked, self.store.path)
         finally:
             self._idle.poke()
 
@@ -80,7 +82,7 @@ class AppState:
         the store lock, so other tools go on while the model works (the generator
         serialises its own calls), errors translated."""
         try:
-            return await _off_loop(functools.partial(fn, *args, **kwargs))
+            return await _off_loop(functools.partial(fn, *args, **kwargs), self.store.path)
         finally:
             self._idle.poke()
 
@@ -118,7 +120,7 @@ class AppState:
 
                         run_worker(own, self.generator, stop=self._stop, progress=progress)
                     return
-                except ModelError as exc:  # a model that cannot load will not load on a retry
+                except (ModelError, StoreReadOnly, StoreCorrupt, NotAStore) as exc:  # a retry would meet it again
                     self.worker.error = str(exc)
                     log.error("enrichment stopped: %s", exc)
                     return
@@ -130,10 +132,15 @@ class AppState:
             self.worker.running = False
 
 
-async def _off_loop(job: Callable[[], R]) -> R:
+async def _off_loop(job: Callable[[], R], path: object) -> R:
     try:
         return await anyio.to_thread.run_sync(job)
     except LocalmemError as exc:
         raise ToolError(str(exc)) from exc
     except BUSY_ERRORS as exc:
         raise ToolError("the database is busy (another process is writing); try again") from exc
+    except apsw.Error as exc:  # met outside storage's named errors (a read of a damaged file)
+        named = translate(exc, str(path))
+        if named is None:
+            raise
+        raise ToolError(str(named)) from exc

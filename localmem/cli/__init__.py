@@ -1,9 +1,9 @@
 """The ``localmem`` command. Parses arguments, calls the library, prints results.
 
 Library errors (``LocalmemError``) become one line on stderr and the class's exit code;
-nothing here touches SQL or models directly. A database or file error that reaches here
-(not SQLite, a folder, no permission) is one line too (``edge_error``), never a
-traceback. Every subcommand has help text, and the
+nothing here touches SQL or models directly. Storage names SQLite's failures (a full disk,
+a read-only file or folder: ``StoreError``, exit 8); a database or file error that reaches
+here unnamed is one line too (``edge_error``), never a traceback. Every subcommand has help text, and the
 ones a script would read have ``--json``.
 
 This module holds the top-level parser and the error handling; the subcommands live by
@@ -29,6 +29,7 @@ from localmem.cli.enrichment import watch_worker as _watch_worker  # the name te
 from localmem.cli.memory import DEMO_QUESTION
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
+from localmem.storage import faults
 
 __all__ = ["DEMO_QUESTION", "_watch_worker", "build_parser", "main"]
 
@@ -73,22 +74,14 @@ def _flag(dest: str) -> str:
 
 
 def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
-    """One line for a database or file error that reached the command line."""
-    db = getattr(args, "db", None) or "the database"
-    if isinstance(exc, apsw.NotADBError):
-        return f"{db} is not a localmem database (not an SQLite file)"
-    if isinstance(exc, apsw.CantOpenError):
-        return f"cannot open {db} (a folder, a missing folder or no permission?)"
-    if isinstance(exc, apsw.ReadOnlyError):
-        return f"{db} is read-only; localmem needs to write to it"
-    if isinstance(exc, apsw.CorruptError):
-        return f"{db} is damaged ({exc}); restore it from a backup (localmem backup)"
-    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
-        return f"{db} stayed locked by another process; try again in a moment"
+    """One line for a database or file error that reached the command line unnamed
+    (storage names most of them: ``localmem.storage.faults``)."""
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
-    return f"{db}: {exc}"
+    db = getattr(args, "db", None) or "the database"
+    named = faults.translate(exc, db)
+    return str(named) if named is not None else f"{db}: {exc}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ from localmem.enrichment.enrich import enrich_jobs
 from localmem.enrichment.stats import TopicStats, WorkerStats
 from localmem.enrichment.themes import run_themes
 from localmem.enrichment.topics import run_topic_jobs
-from localmem.errors import LocalmemError
+from localmem.errors import LocalmemError, StoreError
 from localmem.models.llm import Generator
 from localmem.storage import topics
 from localmem.storage.queue import KIND, Job, claim, fail, next_due
@@ -91,6 +91,8 @@ def run_worker(
             done = _patient(partial(step, store, gen, jobs, stats, max_attempts), stop)
         except StillLocked:
             break  # asked to stop while waiting; the claim lapses and the jobs are taken again
+        except StoreError:
+            raise  # the store's fault (a full disk, a read-only file), not the job's: no attempt spent
         except LocalmemError as exc:
             done = 0
             for job in jobs if len(jobs) == 1 else []:
@@ -101,6 +103,8 @@ def run_worker(
                 for job in jobs:
                     try:
                         done += _patient(partial(step, store, gen, [job], stats, max_attempts), None)
+                    except StoreError:
+                        raise
                     except LocalmemError as one:
                         state = _patient(
                             partial(fail, store.conn, job, f"{type(one).__name__}: {one}", max_attempts), None
@@ -142,6 +146,8 @@ def _topics_when_idle(store: Store, gen: Generator, max_attempts: int) -> None:
     if topics.has_work(store.conn):
         try:
             run_topics(store, gen)
+        except StoreError:
+            raise  # not a topic failure: the worker's caller reports it
         except LocalmemError as exc:
             log.warning("topic layer: %s", exc)
 

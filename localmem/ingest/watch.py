@@ -12,7 +12,10 @@ not ``.json``, ``.jsonl``, ``.ndjson``, ``.md``, ``.markdown`` or ``.txt`` are i
 A bad file is reported and skipped until it changes again. A busy database (another
 process held the write lock past the busy timeout) never stops the watcher: it reports
 once that it waits, keeps watching, and tries the file again after a back-off (what was
-committed before stays; the rest resumes). On start, files that
+committed before stays; the rest resumes); a full disk likewise (it says so once, with the
+file and the cause, and tries again after a back-off). A store that cannot be written at
+all (read-only, damaged) stops the watcher: ``run`` raises that one-line error after
+stopping cleanly. On start, files that
 changed while the watcher was not running are caught up. ``run`` returns cleanly when
 ``stop`` is set (``stop_on_signals`` sets it on SIGINT/SIGTERM), after the batch in
 progress is stored.
@@ -36,7 +39,7 @@ from typing import Any
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from localmem.errors import InputError, LocalmemError
+from localmem.errors import InputError, LocalmemError, StoreError, StoreFull
 from localmem.ingest import runner, state
 from localmem.storage.retry import BUSY_ERRORS, WAITING
 from localmem.storage.store import Store
@@ -153,6 +156,9 @@ class Watcher:
             while not stop.is_set():
                 self.step()
                 stop.wait(self.poll)
+        except BaseException:
+            stop.set()  # the worker beside us stops too
+            raise
         finally:
             observer.stop()
             observer.join(timeout=10)
@@ -183,10 +189,10 @@ class Watcher:
         for i, (src, dest) in enumerate(moves):
             try:
                 self._move(src, dest)
-            except BUSY_ERRORS:
+            except (*BUSY_ERRORS, StoreFull) as exc:
                 with self._lock:
                     self._moves[:0] = moves[i:]
-                self._busy(dest)
+                self._busy(dest, exc)
                 return
         with self._lock:
             due = sorted((p, t, sig) for p, (t, sig) in self._pending.items() if now - t >= self.settle)
@@ -205,18 +211,22 @@ class Watcher:
                 continue
             try:
                 self._ingest(path, current)
-            except BUSY_ERRORS:
+            except (*BUSY_ERRORS, StoreFull) as exc:
                 with self._lock:  # due again once the back-off is over
                     self._pending.setdefault(path, (now - self.settle, current))
-                self._busy(path)
+                self._busy(path, exc)
                 return
             self._pause = 0.0
 
-    def _busy(self, path: Path) -> None:
-        """Another process holds the write lock: say so once, then back off."""
+    def _busy(self, path: Path, exc: Exception) -> None:
+        """Another process holds the write lock, or the disk is full: say so once, then back off."""
         if not self._pause:
-            self._emit("waiting", path, WAITING)
-        self._pause = min(max(self._pause * 2, 0.5), 5.0)
+            if isinstance(exc, StoreFull):
+                self._emit("error", path, f"not stored yet: {exc}; trying again", error=str(exc))
+            else:
+                self._emit("waiting", path, WAITING)
+        cap = 30.0 if isinstance(exc, StoreFull) else 5.0  # space is freed by a person, not in a moment
+        self._pause = min(max(self._pause * 2, 0.5), cap)
         self._busy_until = time.monotonic() + self._pause
 
     def _unchanged(self, path: Path, sig: tuple[int, int]) -> bool:
@@ -247,6 +257,8 @@ class Watcher:
                         return
             stop = self._stop
             report = runner.ingest_file(self.store, path, should_stop=stop.is_set if stop else None)
+        except StoreError:
+            raise  # the store's fault, not the file's: never marks the file bad
         except LocalmemError as exc:
             self._failed[path] = sig
             self._emit("error", path, f"skipped {path}: {exc}", error=str(exc))

@@ -249,8 +249,11 @@ def _session(ort: Any, model: bytes, opts: Any) -> Any:
         named = f"/proc/self/fd/{fd}"
         if not os.path.exists(named):  # no /proc mounted (some sandboxes)
             return ort.InferenceSession(model, sess_options=opts, providers=providers)
-        with os.fdopen(os.dup(fd), "wb") as out:
-            out.write(model)
+        try:
+            with os.fdopen(os.dup(fd), "wb") as out:
+                out.write(model)
+        except OSError:  # a file-size limit (ulimit -f) counts a memfd too: load from the bytes
+            return ort.InferenceSession(model, sess_options=opts, providers=providers)
         return ort.InferenceSession(named, sess_options=opts, providers=providers)
     finally:
         os.close(fd)  # the memory goes with the last descriptor

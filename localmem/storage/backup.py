@@ -6,7 +6,9 @@ other).
 Invariants: the copy is written to a temporary file next to the destination and renamed
 over it only once complete and checked (``PRAGMA integrity_check``), so a destination
 path never holds a half-written backup; an existing destination is replaced only when
-asked (``force``).
+asked (``force``). A backup that fails (a full or read-only destination) says so naming
+the destination and the cause (``faults``), and leaves nothing behind: the temporary
+file and its journal are removed.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 
 import apsw
 
-from localmem.errors import InputError, LocalmemError, NotFound
-from localmem.storage import db
+from localmem.errors import InputError, LocalmemError, NotFound, StoreReadOnly
+from localmem.storage import db, faults
 from localmem.storage.retry import Patience, retry_locked
 
 
@@ -46,16 +48,20 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
         raise InputError("is the database itself", path=str(dest))
     if not dest.parent.is_dir():
         raise InputError("its folder does not exist", path=str(dest))
+    if not os.access(dest.parent, os.W_OK):
+        why = faults.why_read_only(dest, folder_said=True, database=False)
+        raise StoreReadOnly(f"cannot write the backup {dest}: {why}", path=str(dest))
     tmp = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
     src = db.connect(source)
     try:
-        copy(src, tmp, patience)
+        copy(src, tmp, patience, dest)
         out = apsw.Connection(str(tmp))
         try:
-            check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
-            if check != ["ok"]:
-                raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
-            row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
+            with faults.faults(dest, out):
+                check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
+                if check != ["ok"]:
+                    raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
+                row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
             turns, sessions = row if row is not None else (0, 0)
         finally:
             out.close()
@@ -63,20 +69,24 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
             leftover.unlink(missing_ok=True)
         os.replace(tmp, dest)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        for part in (tmp, *(Path(f"{tmp}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
+            part.unlink(missing_ok=True)
         raise
     finally:
         src.close()
     return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
 
 
-def copy(src: apsw.Connection, tmp: Path, patience: Patience | None) -> None:
-    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step."""
+def copy(src: apsw.Connection, tmp: Path, patience: Patience | None, dest: Path | None = None) -> None:
+    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step; a
+    failure to write it is a named error about ``dest`` (the file the user asked for)."""
+    named = dest or tmp
 
     def step() -> None:
         out = apsw.Connection(str(tmp))
         try:
-            with out.backup("main", src, "main") as b:
+            # the step's error is the destination's (apsw's words are the source's: "not an error")
+            with faults.faults(named, out), out.backup("main", src, "main") as b:
                 b.step(-1)  # every page at once: one read transaction, one consistent snapshot
         finally:
             out.close()
@@ -84,4 +94,4 @@ def copy(src: apsw.Connection, tmp: Path, patience: Patience | None) -> None:
     try:
         retry_locked(step, waits=()) if patience is None else patience(step)
     except OSError as exc:
-        raise InputError(f"cannot write the backup: {exc}", path=str(tmp)) from exc
+        raise InputError(f"cannot write the backup: {exc}", path=str(named)) from exc

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -31,6 +31,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
+from localmem.storage import faults
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 Row: TypeAlias = tuple[Any, ...]
@@ -41,6 +42,8 @@ Row: TypeAlias = tuple[Any, ...]
 class Conn(apsw.Connection):
     """Every connection localmem opens (``connect()``): an ``apsw.Connection`` whose
     statements return rows typed as ``Row``."""
+
+    readonly_reason: str | None = None  # why it was opened read-only (``connect``), for the error a write gets
 
     def one(self, statements: str, bindings: apsw.Bindings | None = None) -> Row:
         """The first row of a query that always returns one (an aggregate, ``INSERT ...
@@ -139,19 +142,42 @@ def _migrations_dir() -> Traversable:
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> Conn:
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    """A connection to the database ``path`` (made if missing, unless ``readonly``). A
+    file whose folder cannot be written opens read-only (``faults.readonly_uri``), so it
+    still serves reads; SQLite's failures to open are named errors (``faults``)."""
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+    with faults.faults(target):
+        try:
+            return _open(target, readonly=readonly)
+        except (apsw.ReadOnlyError, apsw.CantOpenError):
+            uri = faults.readonly_uri(target)
+            if uri is None:
+                raise
+            return _open(uri, readonly=True, reason=faults.why_read_only(target, folder_said=True))
+
+
+def _open(target: str, *, readonly: bool, reason: str | None = None) -> Conn:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if target.startswith("file:"):
+        flags |= apsw.SQLITE_OPEN_URI
     conn = Conn(target, flags=flags)
-    conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
-    conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
-    conn.enable_load_extension(False)
-    conn.execute("PRAGMA foreign_keys = ON")
-    if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA user_version")  # reads the file: a file SQLite cannot read fails here, not later
+        if conn.readonly("main"):  # asked to, or SQLite fell back to it (a write-protected file)
+            conn.readonly_reason = reason or faults.why_read_only(conn.filename or target) or "opened read-only"
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -247,12 +273,23 @@ C = TypeVar("C", bound=apsw.Connection)
 @contextmanager
 def transaction(conn: C) -> Iterator[C]:
     """A write transaction taken up front (BEGIN IMMEDIATE), so lock waits happen at the
-    start, under the busy timeout, rather than as a failed upgrade half-way through."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        conn.execute("COMMIT")
+    start, under the busy timeout, rather than as a failed upgrade half-way through.
+    SQLite's failures inside it (a full disk, a read-only file) are named errors
+    (``faults``); a failed COMMIT rolls back too, so the connection is never left in a
+    transaction."""
+    with faults.faults(conn.filename, conn):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    # SQLite rolls back on its own after some errors (a full disk, an I/O error), and a
+    # ROLLBACK that fails must not hide the error that made us roll back.
+    if conn.in_transaction:
+        with suppress(apsw.Error):
+            conn.execute("ROLLBACK")

@@ -4,7 +4,7 @@ SQLite makes a writer wait up to the busy timeout (``busy_timeout_ms()``: 10 s, 
 ``$LOCALMEM_BUSY_TIMEOUT_MS``) for a lock another process holds, then fails with
 ``apsw.BusyError``. Every writer wraps its write calls in ``retry_locked``, which
 sleeps and tries again: the MCP server a bounded number of times (``RETRY_WAITS_S``,
-then a ``LocalmemError`` the client sees), the CLI, the watcher and the worker for as
+then ``StillLocked``, a ``StoreLocked`` the client sees), the CLI, the watcher and the worker for as
 long as it takes (``forever()``), telling the user once per wait (``on_wait``).
 
 Retrying is safe because our write transactions begin with ``BEGIN IMMEDIATE``: a busy
@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import apsw
 
-from localmem.errors import ConfigError, LocalmemError
+from localmem.errors import ConfigError, StoreLocked
 
 log = logging.getLogger("localmem.retry")
 R = TypeVar("R")
@@ -35,7 +35,7 @@ RETRY_WAITS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 WAITING = "waiting for the database (locked by another process)…"
 
 
-class StillLocked(LocalmemError):
+class StillLocked(StoreLocked):
     """The database stayed locked by another process for every pause a writer allowed."""
 
 
@@ -70,7 +70,7 @@ def retry_locked(
 ) -> R:
     """Run ``fn``, again after each pause of ``waits`` while SQLite says the database is
     busy or locked. ``on_wait`` is called once, when the first pause begins (say that we
-    wait); when ``waits`` runs out, ``StillLocked`` (a ``LocalmemError``) says so."""
+    wait); when ``waits`` runs out, ``StillLocked`` (a ``StoreLocked``) says so."""
     pauses = iter(waits)
     waited = False
     while True:
