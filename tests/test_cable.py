@@ -1,5 +1,5 @@
-"""CABLE: write-time antecedent construction (localmem/antecedent.py) and read-time
-expansion (localmem/expansion.py), on real stores; only the chat model is faked."""
+"""CABLE: write-time antecedent construction (localmem/enrichment/antecedent.py) and read-time
+expansion (localmem/retrieval/cable.py), on real stores; only the chat model is faked."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ Per batch of turns of one session (CueMem 4.1, MRAgent 3.1-3.3, CABLE 3.1.1):
    entry is missing, cut off or empty gets ``error`` set and no cues (its job is a
    failed attempt, see that module for what fails); every call leaves a
    ``CallRecord`` in ``BatchResult.records`` for the call log;
-4. each entry is validated and grounded in its turn (``localmem/grounding.py``); what
+4. each entry is validated and grounded in its turn (``localmem/enrichment/grounding.py``); what
    is not supported is rejected and counted, duplicates are dropped;
 5. relative dates ("yesterday", "last week") become date cues resolved from the
-   turn's time (``localmem/dates.py``), without the model;
+   turn's time (``localmem/util/dates.py``), without the model;
 6. the memory type is the model's when it gave one of the four, else the keyword
    fallback (CABLE E.1).
 

@@ -1,6 +1,6 @@
 """Text generation: the ``Generator`` protocol and the llama.cpp backend.
 
-The pipeline (``localmem/extract.py``) sees only ``Generator``: one method that takes
+The pipeline (``localmem/enrichment/extract.py``) sees only ``Generator``: one method that takes
 chat messages and a JSON schema and returns the text the model wrote plus token
 counts. :class:`LlamaGenerator` runs any GGUF chat model with llama-cpp-python:
 

@@ -90,7 +90,7 @@ def features(
     *,
     scent: bool = True,
 ) -> np.ndarray:
-    """The scorer's feature matrix for the pool (see localmem/scorer.py). Features with
+    """The scorer's feature matrix for the pool (see localmem/retrieval/scorer.py). Features with
     weight use exact cosines (the pool's turns and their cues, read from the store);
     the session centroid feature (``scent``, weight 0) estimates cosines from the codes.
     ``scent=False`` leaves that column 0: it reads every turn id of the pool's sessions

@@ -1,7 +1,7 @@
 """Read-side SQL of the read path: FTS5 bm25 rankings and lookups, turn rows, graph edges.
 
-Scoring happens in ``localmem/reconstruct.py``; dense rankings come from the in-memory
-mirrors (``localmem/vectors.py``). bm25 scores are returned positive (higher = better).
+Scoring happens in ``localmem/retrieval/``; dense rankings come from the in-memory
+mirrors (``localmem/storage/mirrors.py``, ``vectors.py``). bm25 scores are returned positive (higher = better).
 """
 
 from __future__ import annotations

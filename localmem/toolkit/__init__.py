@@ -28,7 +28,7 @@ Invariants (each module states its own part):
   functions that take a cue accept a cue id or its text and act on every cue with the
   same text (case-insensitive);
 - facts are cues of kind ``fact``: ``subject`` = the person, ``relation`` = the
-  aspect, ``object`` = the value (``localmem/extract.py``).
+  aspect, ``object`` = the value (``localmem/enrichment/extract.py``).
 """
 
 from __future__ import annotations

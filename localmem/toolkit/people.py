@@ -6,10 +6,10 @@ and topics (the topic layer); both are empty until those jobs have run.
 
 Invariants:
 - facts are cues of kind ``fact``: ``subject`` = the person, ``relation`` = the
-  aspect, ``object`` = the value (``localmem/extract.py``); a person and an aspect are
+  aspect, ``object`` = the value (``localmem/enrichment/extract.py``); a person and an aspect are
   matched case-insensitively;
 - a topic is of kind ``session`` (a stretch of one session) or ``theme`` (session
-  topics that recur across sessions, ``localmem/themes.py``); a theme's turns are its
+  topics that recur across sessions, ``localmem/enrichment/themes.py``); a theme's turns are its
   session topics' turns, so ``topic_turns`` opens either; a session topic names its
   theme (``theme_id``), a theme counts its session topics and ``theme_topics`` lists
   them;
