@@ -29,6 +29,7 @@ from localmem.memory import generator, open_store
 from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
 from localmem.models.registry import default_embedder
 from localmem.storage import db
+from localmem.storage.keys import is_encrypted
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -67,7 +68,8 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         conn = db.connect(":memory:")
         vec = conn.one("SELECT vec_version()")[0]
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok"
+        cipher = getattr(apsw, "mc_version", "no encryption (plain apsw)")
+        return f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}, sqlite-vec {vec}, FTS5 ok; {cipher}"
 
     def embedder() -> str:
         emb = default_embedder(settings.embedder)
@@ -85,7 +87,8 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         with open_store(settings) as store:
             s = store.stats()
         return (
-            f"{settings.db}: schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
+            f"{settings.db} ({'encrypted' if is_encrypted(settings.db) else 'not encrypted'}): "
+            f"schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
             f"{sum(s['edges'].values())} edges; layers: statement cues + temporal/semantic edges"
             + (
                 "; extracted cues"

@@ -6,7 +6,8 @@ other).
 Invariants: the copy is written to a temporary file next to the destination and renamed
 over it only once complete and checked (``PRAGMA integrity_check``), so a destination
 path never holds a half-written backup; an existing destination is replaced only when
-asked (``force``).
+asked (``force``). The backup of an encrypted store is encrypted with the store's key (SQLite3MC
+copies between databases of one format only, and a plaintext copy would defeat the point).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
-from localmem.storage import db
+from localmem.storage import db, keys
 from localmem.storage.retry import Patience, retry_locked
 
 
@@ -48,10 +49,13 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
         raise InputError("its folder does not exist", path=str(dest))
     tmp = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
     src = db.connect(source)
+    key = keys.resolve_key(source) if keys.is_encrypted(source) else None
     try:
-        copy(src, tmp, patience)
+        copy(src, tmp, patience, key=key)
         out = apsw.Connection(str(tmp))
         try:
+            if key is not None:
+                keys.apply_key(out, key)
             check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
             if check != ["ok"]:
                 raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
@@ -70,12 +74,15 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
     return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
 
 
-def copy(src: apsw.Connection, tmp: Path, patience: Patience | None) -> None:
-    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step."""
+def copy(src: apsw.Connection, tmp: Path, patience: Patience | None, *, key: str | None = None) -> None:
+    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step (keyed
+    with ``key``, the source's, when it is encrypted)."""
 
     def step() -> None:
         out = apsw.Connection(str(tmp))
         try:
+            if key is not None:
+                keys.apply_key(out, key)
             with out.backup("main", src, "main") as b:
                 b.step(-1)  # every page at once: one read transaction, one consistent snapshot
         finally:

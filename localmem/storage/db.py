@@ -13,7 +13,8 @@ vector size is the embedder's, are the template ``migrations/vectors.sql``, made
 reindex); other files there than ``NNNN_name.sql`` are not migrations. A migration that
 must also move data the SQL cannot name (version 10: the vectors out of the vec0 tables a
 bound store made before it) has a Python step in ``_AFTER``, run in its transaction. Connections are
-``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``.
+``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``. An encrypted store is
+unlocked (``storage.keys.unlock``) before anything else on the connection.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
+from localmem.storage import keys
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 Row: TypeAlias = tuple[Any, ...]
@@ -144,6 +146,11 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     conn = Conn(target, flags=flags)
+    try:
+        keys.unlock(conn, target)  # first: SQLite3MC needs the key before any page is read
+    except BaseException:
+        conn.close()
+        raise
     conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
