@@ -102,7 +102,7 @@ def resolve_key(store: str | Path | None = None, *, keyring: bool = True) -> str
 
 def _from_keyring(store: str | Path | None) -> str | None:
     try:
-        import keyring  # type: ignore[import-not-found]  # optional: absent is "no keyring"
+        import keyring  # optional: absent is "no keyring"
     except Exception:
         return None
     users = ([str(Path(store).resolve())] if store is not None else []) + ["default"]
