@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, read, secure, ui
+from localmem.cli import admin, cable_flags, enrichment, export, memory, read, replica, secure, ui
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_backup,
         secure.add_encrypt,
         secure.add_decrypt,
+        replica.add_replicate,
+        replica.add_restore,
         memory.add_reindex,
         memory.add_demo,
         admin.add_serve,
