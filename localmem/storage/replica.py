@@ -208,7 +208,7 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
         else:
             args = [str(litestream_binary()), "restore", "-o", str(tmp)]
             if timestamp:
-                args += ["-timestamp", when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else timestamp]
+                args += ["-timestamp", when.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if when else timestamp]
             args.append(url)
             proc = subprocess.run(args, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
