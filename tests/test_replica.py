@@ -98,14 +98,14 @@ def test_replicate_restore_and_point_in_time(tmp_path: Path) -> None:
 
 WRITE = """
 import sys
-sys.path.insert(0, %r)
+sys.path.insert(0, {root!r})
 from tests.conftest import HashEmbedder
 from localmem.records import TurnIn
 from localmem.storage.store import Store
 s = Store(sys.argv[1], embedder=HashEmbedder())
 s.write([TurnIn(sys.argv[2], speaker="Ben")], session="b")
 s.close()
-""" % str(ROOT)
+""".format(root=str(ROOT))
 
 
 @needs_litestream
