@@ -96,16 +96,16 @@ def test_replicate_restore_and_point_in_time(tmp_path: Path) -> None:
     assert cli.returncode == 3 and "already exists" in cli.stderr  # never over a file without --force
 
 
-WRITE = """
+WRITE = f"""
 import sys
-sys.path.insert(0, {root!r})
+sys.path.insert(0, {str(ROOT)!r})
 from tests.conftest import HashEmbedder
 from localmem.records import TurnIn
 from localmem.storage.store import Store
 s = Store(sys.argv[1], embedder=HashEmbedder())
 s.write([TurnIn(sys.argv[2], speaker="Ben")], session="b")
 s.close()
-""".format(root=str(ROOT))
+"""
 
 
 @needs_litestream
