@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import replicate
+from localmem.bench import encryption, replicate
 from localmem.config import Settings
 from localmem.errors import InputError
+from localmem.models.registry import default_embedder
 
 
 def add_replicate_parsers(bsub: Any) -> None:
@@ -33,6 +36,18 @@ def add_replicate_parsers(bsub: Any) -> None:
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_replicate)
 
+    c = bsub.add_parser(
+        "encryption",
+        help="ingest, reconstruct, open and backup costs of an encrypted store beside a plaintext one",
+        description="The same synthetic store (bench latency's turns and queries) built plaintext and encrypted "
+        "in one run; ingest turns/s, reconstruct p50/p95, size, connection open and backup time side by side.",
+    )
+    c.add_argument("--turns", default="2000", help="comma-separated store sizes (default 2000)")
+    c.add_argument("--queries", type=int, default=50, help="queries per size (default 50)")
+    c.add_argument("--workdir", type=Path, help="keep the stores here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run_encryption)
+
 
 def _run_replicate(args: argparse.Namespace, settings: Settings) -> int:
     if args.rounds < 1 or args.lag_bound <= 0:
@@ -43,3 +58,22 @@ def _run_replicate(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result))
     ok = result["lost_beyond_lag"] == 0 and result["final_lost"] == 0
     return 0 if ok and result["restores_integrity_ok"] == result["rounds"] else 1
+
+
+def _run_encryption(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        sizes = [int(x) for x in args.turns.split(",") if x.strip()]
+    except ValueError as exc:
+        raise InputError(f"--turns must be comma-separated integers, got {args.turns!r}") from exc
+    if not sizes or min(sizes) < 1 or args.queries < 1:
+        raise InputError("--turns sizes and --queries must be positive")
+    embedder = default_embedder(settings.embedder)
+    with tempfile.TemporaryDirectory(prefix="localmem-bench-encryption-") as tmp:
+        work = args.workdir or Path(tmp)
+        result = encryption.run(
+            sizes, work, embedder, settings, args.queries, lambda m: print(m, file=sys.stderr, flush=True)
+        )
+    print(encryption.table(result))
+    if args.json:
+        print(json.dumps(result))
+    return 0

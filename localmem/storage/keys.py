@@ -154,3 +154,15 @@ def check_key(conn: apsw.Connection, target: str) -> None:
 
 def is_encrypted(path: str | Path) -> bool:
     return file_state(path) == "encrypted"
+
+
+def cipher_name() -> str:
+    """The SQLite3MC version and the cipher a new encrypted store gets (its default)."""
+    if not encryption_available():
+        return "no cipher (plain apsw)"
+    conn = apsw.Connection(":memory:")
+    try:
+        cipher = conn.execute("PRAGMA cipher").fetchall()
+    finally:
+        conn.close()
+    return f"{getattr(apsw, 'mc_version', 'SQLite3MC')}, {cipher[0][0] if cipher else 'default cipher'}"
