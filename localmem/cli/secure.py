@@ -18,6 +18,7 @@ from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
 from localmem.storage import crypto
+from localmem.storage.agecrypt import IDENTITY_ENV
 from localmem.storage.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
 KEY_HELP = "the store's encryption key is read from $LOCALMEM_KEY, --key-file or the OS keyring, never from argv"
@@ -30,14 +31,21 @@ def add_key_file_flag(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="file holding the store's encryption key (mode 600); else $LOCALMEM_KEY or the OS keyring",
     )
+    p.add_argument(
+        "--age-identity",
+        type=Path,
+        metavar="FILE",
+        help="age identity (mode 600) to read age-encrypted exports and backups; else $LOCALMEM_AGE_IDENTITY",
+    )
 
 
 def apply_key_file(args: argparse.Namespace) -> None:
-    """Check ``--key-file`` now (one clear line if it is unusable) and pass it on by environment."""
-    path: Path | None = getattr(args, "key_file", None)
-    if path is not None:
-        read_key_file(path)
-        os.environ[KEY_FILE_ENV] = str(path.resolve())
+    """Check ``--key-file`` / ``--age-identity`` now (one clear line if unusable) and pass them on by environment."""
+    for flag, env in (("key_file", KEY_FILE_ENV), ("age_identity", IDENTITY_ENV)):
+        path: Path | None = getattr(args, flag, None)
+        if path is not None:
+            read_key_file(path)
+            os.environ[env] = str(path.resolve())
 
 
 def add_encrypt(sub: Subparsers) -> None:

@@ -37,7 +37,7 @@ from urllib.parse import unquote, urlparse
 import apsw
 
 from localmem.errors import ConfigError, InputError, LocalmemError, NotFound
-from localmem.storage import backup, keys
+from localmem.storage import agecrypt, backup, keys
 
 SCHEMES = ("file", "sftp", "s3")
 SNAPSHOT_PREFIX = "localmem-snapshot-"
@@ -186,14 +186,19 @@ def snapshot_loop(db: Path, url: str, *, interval: float, keep: int, once: bool,
 
 def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = False) -> dict[str, object]:
     """Rebuild a store at ``out`` from the replica at ``url`` (as of ``timestamp``, ISO 8601
-    UTC, when given); checked with ``integrity_check`` before it is renamed into place."""
-    check_url(url)
+    UTC, when given), or from an age-encrypted backup file; checked with ``integrity_check``
+    before it is renamed into place."""
+    source_file = Path(url) if "://" not in url and Path(url).is_file() else None
+    if source_file is None:
+        check_url(url)
     if out.exists() and not force:
         raise InputError("already exists; pass --force to replace it", path=str(out))
     if not out.parent.is_dir():
         raise InputError("its folder does not exist", path=str(out))
     when = _parse_time(timestamp) if timestamp else None
     tmp = out.with_name(f".{out.name}.restore-partial")
+    if source_file is not None:
+        return _restore_file(source_file, out, tmp)
     for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         p.unlink(missing_ok=True)
     folder = file_dir(url) if urlparse(url).scheme == "file" else None
@@ -224,6 +229,31 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
             p.unlink(missing_ok=True)
         raise
     return {"path": str(out), "from": source, "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
+    """A store from a backup file: an age-encrypted one (``backup --encrypt-to``) is decrypted
+    in memory first; the result is what the backup held (encrypted if the store was)."""
+    if not agecrypt.is_age(source):
+        raise InputError(
+            "is not a replica URL nor an age-encrypted backup (a plain backup is a store already)", path=str(source)
+        )
+    fd, plain = agecrypt.decrypt_to_memory(source, agecrypt.identities())
+    try:
+        with open(plain, "rb") as src, tmp.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        turns = _check(tmp)
+        for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
+            p.unlink(missing_ok=True)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(fd)
+    return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
 
 
 def _check(path: Path) -> int:
