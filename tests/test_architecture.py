@@ -35,6 +35,8 @@ LAZY_ALLOWED = (
     "mcp_server.server",
     "uvicorn",
     "starlette",
+    "keyring",  # optional: the OS keyring as a key source (storage/keys.py)
+    "pyrage",  # the age extra (storage/agecrypt.py)
 )
 
 

@@ -6,8 +6,9 @@ sent ``remember`` calls over the protocol (newline-delimited JSON-RPC), and a lo
 ``localmem ingest`` runs of small JSONL files. A turn counts as *acknowledged* when its call
 returned ids or its ingest exited 0, at that moment (``time.time()``).
 
-Once both have written, each round lets them run for a random 1.5-4 s, then kills -9 Litestream, a writer, or both
-(cycling), and at once restores the replica (``litestream restore``) into a fresh file:
+Once both have written, each round waits until the writer it will kill (the MCP server for a
+Litestream-only round) has written since it last started, lets them run a random 0.5-3 s
+more, then kills -9 Litestream, a writer, or both (cycling), and at once restores the replica (``litestream restore``) into a fresh file:
 its integrity is checked and every turn acknowledged before the kill is looked for. A
 missing turn's *age* is how long before the kill it was acknowledged; a round's lag is the
 largest age of a missing turn (0 when none is missing); turns missing with an age beyond
@@ -74,6 +75,18 @@ class Writer(threading.Thread):
         self.proc: subprocess.Popen[bytes] | None = None
         self.stop = threading.Event()
         self.n = 0
+        self.live = 0  # turns acknowledged by the current process (0: starting up)
+
+    def ack(self, texts: list[str]) -> None:
+        self.acks.add(texts)
+        self.live += len(texts)
+
+    def in_stride(self, seconds: float = 120) -> bool:
+        """Wait until the current process has written (a kill then lands mid-writing, not mid-start-up)."""
+        deadline = time.monotonic() + seconds
+        while self.live == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.live > 0
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -97,14 +110,14 @@ class Writer(threading.Thread):
         cmd = [sys.executable, "-m", "localmem", "--db", str(self.dbfile), "ingest", str(path)]
         self.proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if self.proc.wait() == 0:
-            self.acks.add(texts)
+            self.ack(texts)
 
     def _mcp(self) -> None:
         cmd = [sys.executable, "-m", "mcp_server", "--db", str(self.dbfile), "--no-worker"]
         proc = subprocess.Popen(
             cmd, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
-        self.proc = proc
+        self.proc, self.live = proc, 0
         assert proc.stdin is not None and proc.stdout is not None
         try:
             hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
@@ -122,7 +135,7 @@ class Writer(threading.Thread):
                     return  # killed
                 reply = json.loads(line).get("result") or {}
                 if not reply.get("isError") and reply.get("structuredContent", {}).get("turn_ids"):
-                    self.acks.add(texts)
+                    self.ack(texts)
         except (BrokenPipeError, ValueError, OSError):
             return
         finally:
@@ -173,18 +186,18 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
                 time.sleep(0.5)  # both writers in their stride (a server loads the embedder first)
             for r in range(rounds):
                 kind = ("litestream", "writer", "both")[r % 3]
-                time.sleep(rng.uniform(1.5, 4.0))
+                w = writers[(r // 3) % 2] if kind != "litestream" else writers[0]
+                stride = w.in_stride()
+                time.sleep(rng.uniform(0.5, 3.0))
                 t_kill = time.time()
                 killed = []
-                if kind in ("writer", "both"):
-                    w = writers[(r // 3) % 2]
-                    if w.kill():
-                        killed.append(w.kind)
+                if kind in ("writer", "both") and w.kill():
+                    killed.append(w.kind)
                 if kind in ("litestream", "both"):
                     os.kill(litestream.pid, signal.SIGKILL)
                     litestream.wait()
                     killed.append("litestream")
-                rows.append(_check_round(r, kind, killed, t_kill, acks, url, work, lag_bound))
+                rows.append(_check_round(r, kind, killed, t_kill, acks, url, work, lag_bound) | {"in_stride": stride})
                 if litestream.poll() is not None:
                     litestream = replica.start_litestream(config, stdout=log, stderr=log)
         finally:

@@ -35,7 +35,7 @@ ARMOR = b"-----BEGIN AGE ENCRYPTED FILE-----"
 
 def _pyrage() -> Any:
     try:
-        import pyrage
+        import pyrage  # the optional age extra: only exports, backups and reads of .age files need it
     except ImportError as exc:
         raise ConfigError("age encryption needs pyrage: pip install 'localmem[age]'") from exc
     return pyrage

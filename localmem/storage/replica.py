@@ -22,6 +22,7 @@ plaintext replica. ``restore`` reads either kind back.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -74,8 +75,6 @@ def file_dir(url: str) -> Path:
 def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> str:
     """Litestream's YAML config for one store and one replica (strings written as JSON
     strings, which YAML reads as they are)."""
-    import json
-
     return (
         "# written by localmem replicate; edits are overwritten\n"
         "dbs:\n"
