@@ -35,7 +35,8 @@ LAZY_ALLOWED = (
     "mcp_server.server",
     "uvicorn",
     "starlette",
-    "pyrage",  # optional: the localmem[sync] extra, only when segments are encrypted
+    "keyring",  # optional: the OS keyring as a key source (storage/keys.py)
+    "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/agecrypt.py)
 )
 
 

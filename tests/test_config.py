@@ -149,6 +149,7 @@ extract_batch = 4
 job_attempts = 5
 budget_tokens = 1500
 max_budget_tokens = 8000
+replica = "file:///backups/localmem"
 
 [retrieval]
 temporal_window = 1
@@ -192,6 +193,7 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
         job_attempts=5,
         budget_tokens=1500,
         max_budget_tokens=8000,
+        replica="file:///backups/localmem",
         retrieval=RetrievalParams(
             temporal_window=1,
             semantic_k=4,

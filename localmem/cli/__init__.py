@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, read, sync, ui
+from localmem.cli import admin, cable_flags, enrichment, export, memory, read, replica, secure, sync, ui
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"localmem: error: {_flag(undecodable[0])} is not valid UTF-8 text", file=sys.stderr)
         return 2
     try:
+        secure.apply_key_file(args)
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--embedder",
         help="embedding model: 'default' (MiniLM ONNX) or a .gguf file (default: $LOCALMEM_EMBEDDER or config)",
     )
+    secure.add_key_file_flag(p)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     # the order of `localmem --help`: the everyday commands first, groups interleaved
@@ -110,6 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_forget,
         export.add_export,
         memory.add_backup,
+        secure.add_encrypt,
+        secure.add_decrypt,
+        replica.add_replicate,
+        replica.add_restore,
         memory.add_reindex,
         sync.add_sync,
         memory.add_demo,

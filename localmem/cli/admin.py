@@ -19,6 +19,7 @@ from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.models.llm import resolve_model_path
+from localmem.storage.keys import is_encrypted
 from mcp_server import clientconfig
 from mcp_server.serve import add_arguments, run_from_args
 
@@ -84,10 +85,12 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         stats = store.stats()
         stats["enrichment"] = layer_stats(store)
         stats["enrichment"]["antecedent"]["construction_enabled"] = settings.cable.enabled
+    stats["encrypted"] = is_encrypted(settings.db)
     if args.json:
         print_json(stats)
         return 0
     print(f"database      {stats['db']} ({stats['bytes'] / 1e6:.1f} MB, schema v{stats['schema_version']})")
+    print(f"encrypted     {'yes (SQLite3 Multiple Ciphers)' if stats['encrypted'] else 'no (localmem encrypt)'}")
     print(f"embedder      {stats['embedder']} ({stats['embedder_dim']}-d)")
     print(f"sessions      {stats['sessions']}")
     print(f"turns         {stats['turns']}  ({stats['first_turn']} .. {stats['last_turn']})")

@@ -17,6 +17,7 @@ from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
 from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
+from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.config import Settings
@@ -129,6 +130,7 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
     add_reliability_parsers(bsub)
+    add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)

@@ -27,6 +27,7 @@ from localmem.memory import generator, open_store
 from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
 from localmem.models.registry import default_embedder
 from localmem.storage import views
+from localmem.storage.keys import cipher_name, is_encrypted
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -63,7 +64,8 @@ def model_line(model: str | None, who: str = "the server") -> str:
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
         e = views.engine()
-        return f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok"
+        cipher = cipher_name()
+        return f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok; {cipher}"
 
     def embedder() -> str:
         emb = default_embedder(settings.embedder)
@@ -81,7 +83,8 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         with open_store(settings) as store:
             s = store.stats()
         return (
-            f"{settings.db}: schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
+            f"{settings.db} ({'encrypted' if is_encrypted(settings.db) else 'not encrypted'}): "
+            f"schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
             f"{sum(s['edges'].values())} edges; layers: statement cues + temporal/semantic edges"
             + (
                 "; extracted cues"

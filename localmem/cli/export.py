@@ -13,11 +13,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from localmem.cli.common import Subparsers, open_store
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
+from localmem.storage import agecrypt
 from localmem.storage.db import Conn
 
 
@@ -36,15 +38,25 @@ def add_export(sub: Subparsers) -> None:
         "--format", choices=["jsonl"], default="jsonl", help="output format (default jsonl: one turn per line)"
     )
     c.add_argument("--out", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+    c.add_argument(
+        "--encrypt-to",
+        action="append",
+        metavar="RECIPIENT",
+        help="age-encrypt the output to this recipient (age1…, ssh-ed25519 …, or a file of them); repeatable; "
+        "`localmem ingest` reads it back with --age-identity",
+    )
     c.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.db.exists():
         raise InputError("no database yet; nothing to export", path=str(settings.db))
+    recips = agecrypt.recipients(args.encrypt_to) if getattr(args, "encrypt_to", None) else None
     # rebind: no vector is read, so a store built with another embedder exports too
     with open_store(settings, rebind=True) as store:
-        if args.out is None:
+        if recips is not None:
+            report = _encrypted(store.conn, args.out, recips, args.session, args.since)
+        elif args.out is None:
             try:
                 report = export(store.conn, sys.stdout.buffer, session=args.session, since=args.since)
                 sys.stdout.buffer.flush()
@@ -58,6 +70,21 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     where = str(args.out) if args.out else "stdout"
     print(f"exported {report.turns} turns of {report.sessions} sessions to {where}", file=sys.stderr)
     return 0
+
+
+def _encrypted(
+    conn: Conn, out: Path | None, recips: list[Any], session: str | None, since: str | None
+) -> ExportReport:
+    """The export streamed through age: no plaintext reaches the disk (nor the terminal)."""
+    if out is None:
+        if sys.stdout.isatty():
+            raise InputError("age output is binary: give --out FILE or redirect stdout", path="stdout")
+        with agecrypt.encrypting(sys.stdout.buffer, recips) as plain:
+            report = export(conn, plain, session=session, since=since)
+        sys.stdout.buffer.flush()
+        return report
+    with agecrypt.encrypted_file(out, recips) as plain:
+        return export(conn, plain, session=session, since=since)
 
 
 def _to_file(conn: Conn, out: Path, session: str | None, since: str | None) -> ExportReport:

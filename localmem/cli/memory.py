@@ -8,6 +8,7 @@ nothing new; the demo uses a throwaway database unless ``--db`` was given.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
@@ -27,6 +28,7 @@ from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner
 from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage import agecrypt
 from localmem.storage.backup import backup
 from localmem.storage.retry import Patience
 from localmem.util.progress import Progress
@@ -103,11 +105,27 @@ def add_backup(sub: Subparsers) -> None:
     )
     c.add_argument("path", type=Path, help="the backup file to write")
     c.add_argument("--force", action="store_true", help="replace the file if it exists")
+    c.add_argument(
+        "--encrypt-to",
+        action="append",
+        metavar="RECIPIENT",
+        help="age-encrypt the backup to this recipient (age1…, ssh-ed25519 …, or a file of them); repeatable",
+    )
     c.add_argument("--json", action="store_true", help="print JSON")
     c.set_defaults(func=cmd_backup)
 
 
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    if getattr(args, "encrypt_to", None):
+        recips = agecrypt.recipients(args.encrypt_to)
+        if not Path(settings.db).is_file():
+            raise InputError("no database yet; nothing to back up", path=str(settings.db))
+        out = agecrypt.backup_encrypted(Path(settings.db), args.path, recips, force=args.force)
+        if args.json:
+            print_json(out)
+        else:
+            print(f"backed up {out['turns']} turns in {out['sessions']} sessions to {out['path']} (age-encrypted)")
+        return 0
     report = backup(Path(settings.db), args.path, force=args.force, patience=Patience(say_waiting))
     if args.json:
         print_json(report.to_dict())
@@ -126,6 +144,16 @@ def add_demo(sub: Subparsers) -> None:
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not args.file.is_file():
         raise InputError("no such file", path=str(args.file))
+    if agecrypt.is_age(args.file):  # an age-encrypted export: read it decrypted, from memory only
+        fd, plain = agecrypt.decrypt_to_memory(args.file, agecrypt.identities())
+        try:
+            return _ingest(argparse.Namespace(**{**vars(args), "file": plain}), settings)
+        finally:
+            os.close(fd)
+    return _ingest(args, settings)
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     fmt = args.format or detect(args.file)  # before the model loads: a wrong file fails fast
     opts = {"question": args.question, "sample": args.sample}
     every = getattr(args, "progress_every", None)

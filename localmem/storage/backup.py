@@ -8,7 +8,9 @@ over it only once complete and checked (``PRAGMA integrity_check``), so a destin
 path never holds a half-written backup; an existing destination is replaced only when
 asked (``force``). A backup that fails (a full or read-only destination) says so naming
 the destination and the cause (``faults``), and leaves nothing behind: the temporary
-file and its journal are removed.
+file and its journal are removed. The backup of an encrypted store is encrypted with the
+store's key (SQLite3MC copies between databases of one format only, and a plaintext copy
+would defeat the point).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound, StoreReadOnly
-from localmem.storage import db, faults
+from localmem.storage import db, faults, keys
 from localmem.storage.retry import Patience, retry_locked
 
 
@@ -53,11 +55,14 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
         raise StoreReadOnly(f"cannot write the backup {dest}: {why}", path=str(dest))
     tmp = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
     src = db.connect(source)
+    key = keys.resolve_key(source) if keys.is_encrypted(source) else None
     try:
-        copy(src, tmp, patience, dest)
+        copy(src, tmp, patience, dest, key=key)
         out = apsw.Connection(str(tmp))
         try:
             with faults.faults(dest, out):
+                if key is not None:
+                    keys.apply_key(out, key)
                 check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
                 if check != ["ok"]:
                     raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
@@ -77,14 +82,19 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
     return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
 
 
-def copy(src: apsw.Connection, tmp: Path, patience: Patience | None, dest: Path | None = None) -> None:
-    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step; a
-    failure to write it is a named error about ``dest`` (the file the user asked for)."""
+def copy(
+    src: apsw.Connection, tmp: Path, patience: Patience | None, dest: Path | None = None, *, key: str | None = None
+) -> None:
+    """All pages of one snapshot of ``src`` into a new file ``tmp``, in one step (keyed
+    with ``key``, the source's, when it is encrypted); a failure to write it is a named
+    error about ``dest`` (the file the user asked for)."""
     named = dest or tmp
 
     def step() -> None:
         out = apsw.Connection(str(tmp))
         try:
+            if key is not None:
+                keys.apply_key(out, key)
             # the step's error is the destination's (apsw's words are the source's: "not an error")
             with faults.faults(named, out), out.backup("main", src, "main") as b:
                 b.step(-1)  # every page at once: one read transaction, one consistent snapshot

@@ -13,7 +13,8 @@ vector size is the embedder's, are the template ``migrations/vectors.sql``, made
 reindex); other files there than ``NNNN_name.sql`` are not migrations. A migration that
 must also move data the SQL cannot name (version 10: the vectors out of the vec0 tables a
 bound store made before it) has a Python step in ``_AFTER``, run in its transaction. Connections are
-``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``.
+``Conn``: an ``apsw.Connection`` whose rows are typed ``tuple[Any, ...]``. An encrypted store is
+unlocked (``storage.keys.unlock``) before anything else on the connection.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage import faults
+from localmem.storage import faults, keys
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 Row: TypeAlias = tuple[Any, ...]
@@ -150,20 +151,22 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     with faults.faults(target):
         try:
-            return _open(target, readonly=readonly)
+            return _open(target, readonly=readonly, path=target)
         except (apsw.ReadOnlyError, apsw.CantOpenError):
             uri = faults.readonly_uri(target)
             if uri is None:
                 raise
-            return _open(uri, readonly=True, reason=faults.why_read_only(target, folder_said=True))
+            return _open(uri, readonly=True, reason=faults.why_read_only(target, folder_said=True), path=target)
 
 
-def _open(target: str, *, readonly: bool, reason: str | None = None) -> Conn:
+def _open(target: str, *, readonly: bool, path: str, reason: str | None = None) -> Conn:
+    # ``target`` may be a read-only URI of ``path``; the key is looked up by the path.
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     if target.startswith("file:"):
         flags |= apsw.SQLITE_OPEN_URI
     conn = Conn(target, flags=flags)
     try:
+        keys.unlock(conn, path)  # first: SQLite3MC needs the key before any page is read
         conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())

@@ -1,0 +1,273 @@
+"""``localmem bench replicate``: Litestream replicating while real writers write; kill -9 rounds.
+
+One store, one ``file://`` replica, Litestream (``storage.replica``) and two writers, each a
+real process restarted whenever it is killed: an MCP stdio server (``python -m mcp_server``)
+sent ``remember`` calls over the protocol (newline-delimited JSON-RPC), and a loop of
+``localmem ingest`` runs of small JSONL files. A turn counts as *acknowledged* when its call
+returned ids or its ingest exited 0, at that moment (``time.time()``).
+
+Once both have written, each round waits until the writer it will kill (the MCP server for a
+Litestream-only round) has written since it last started, lets them run a random 0.5-3 s
+more, then kills -9 Litestream, a writer, or both (cycling), and at once restores the replica (``litestream restore``) into a fresh file:
+its integrity is checked and every turn acknowledged before the kill is looked for. A
+missing turn's *age* is how long before the kill it was acknowledged; a round's lag is the
+largest age of a missing turn (0 when none is missing); turns missing with an age beyond
+``lag_bound`` are *lost beyond the lag*. The killed processes are then restarted (Litestream
+resumes from the store's WAL). At the end the writers stop, Litestream catches up, and a last
+restore must hold every acknowledged turn. Kill times come from ``seed``; everything stays
+in a temporary folder (or ``workdir``) and local pipes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from localmem.storage import db, replica
+
+PROTOCOL = "2025-06-18"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("LOCALMEM_MODEL", None)
+    return env
+
+
+class Acks:
+    """Acknowledged turns and when, shared by the writer threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.at: dict[str, float] = {}
+
+    def add(self, texts: list[str]) -> None:
+        now = time.time()
+        with self.lock:
+            for t in texts:
+                self.at.setdefault(t, now)
+
+    def count(self, prefix: str) -> int:
+        with self.lock:
+            return sum(1 for t in self.at if t.startswith(prefix))
+
+    def before(self, t: float) -> dict[str, float]:
+        with self.lock:
+            return {k: v for k, v in self.at.items() if v <= t}
+
+
+class Writer(threading.Thread):
+    """A writer loop around one killable process at a time (``proc``); restarts it after a kill."""
+
+    def __init__(self, kind: str, dbfile: Path, work: Path, acks: Acks) -> None:
+        super().__init__(daemon=True)
+        self.kind, self.dbfile, self.work, self.acks = kind, dbfile, work, acks
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stop = threading.Event()
+        self.n = 0
+        self.live = 0  # turns acknowledged by the current process (0: starting up)
+
+    def ack(self, texts: list[str]) -> None:
+        self.acks.add(texts)
+        self.live += len(texts)
+
+    def in_stride(self, seconds: float = 120) -> bool:
+        """Wait until the current process has written (a kill then lands mid-writing, not mid-start-up)."""
+        deadline = time.monotonic() + seconds
+        while self.live == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return self.live > 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            if self.kind == "mcp":
+                self._mcp()
+            else:
+                self._ingest()
+
+    def kill(self) -> bool:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            return True
+        return False
+
+    def _ingest(self) -> None:
+        self.n += 1
+        path = self.work / f"ingest-{self.n}.jsonl"
+        texts = [f"ingest file {self.n} line {i}: the ferry left pier {i % 9} at dawn." for i in range(10)]
+        path.write_text("".join(json.dumps({"text": t, "speaker": "log"}) + "\n" for t in texts), "utf-8")
+        cmd = [sys.executable, "-m", "localmem", "--db", str(self.dbfile), "ingest", str(path)]
+        self.proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if self.proc.wait() == 0:
+            self.ack(texts)
+
+    def _mcp(self) -> None:
+        cmd = [sys.executable, "-m", "mcp_server", "--db", str(self.dbfile), "--no-worker"]
+        proc = subprocess.Popen(
+            cmd, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.proc, self.live = proc, 0
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            hello = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+            _send(proc.stdin, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+            proc.stdout.readline()
+            _send(proc.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            while not self.stop.is_set():
+                self.n += 1
+                texts = [f"mcp call {self.n} turn {j}: the lighthouse blinked {j} times." for j in range(2)]
+                args = {"turns": [{"text": t, "speaker": "Ana"} for t in texts], "session": f"mcp-{self.n}"}
+                call = {"name": "remember", "arguments": args}
+                _send(proc.stdin, {"jsonrpc": "2.0", "id": self.n, "method": "tools/call", "params": call})
+                line = proc.stdout.readline()
+                if not line:
+                    return  # killed
+                reply = json.loads(line).get("result") or {}
+                if not reply.get("isError") and reply.get("structuredContent", {}).get("turn_ids"):
+                    self.ack(texts)
+        except (BrokenPipeError, ValueError, OSError):
+            return
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait()
+
+
+def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
+    pipe.write((json.dumps(msg) + "\n").encode())
+    pipe.flush()
+
+
+def _texts(path: Path) -> set[str]:
+    conn = db.connect(path, readonly=True)
+    try:
+        return {str(r[0]) for r in conn.execute("SELECT text FROM turns")}
+    finally:
+        conn.close()
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else 0.0
+
+
+def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Path | None = None) -> dict[str, Any]:
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory(prefix="localmem-replicate-") as tmp:
+        work = workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        dbfile, rep = work / "live.db", work / "replica"
+        url = f"file://{rep}"
+        create = "import localmem, sys; localmem.open(sys.argv[1]).close()"
+        subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
+        config = replica.write_config(dbfile, url, work / "litestream")
+        log = (work / "litestream.log").open("ab")
+        litestream = replica.start_litestream(config, stdout=log, stderr=log)
+        acks = Acks()
+        writers = [Writer("mcp", dbfile, work, acks), Writer("ingest", dbfile, work, acks)]
+        for w in writers:
+            w.start()
+        rows: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        try:
+            deadline = time.monotonic() + 180
+            while time.monotonic() < deadline and not (acks.count("mcp ") and acks.count("ingest ")):
+                time.sleep(0.5)  # both writers in their stride (a server loads the embedder first)
+            for r in range(rounds):
+                kind = ("litestream", "writer", "both")[r % 3]
+                w = writers[(r // 3) % 2] if kind != "litestream" else writers[0]
+                stride = w.in_stride()
+                time.sleep(rng.uniform(0.5, 3.0))
+                t_kill = time.time()
+                killed = []
+                if kind in ("writer", "both") and w.kill():
+                    killed.append(w.kind)
+                if kind in ("litestream", "both"):
+                    os.kill(litestream.pid, signal.SIGKILL)
+                    litestream.wait()
+                    killed.append("litestream")
+                rows.append(_check_round(r, kind, killed, t_kill, acks, url, work, lag_bound) | {"in_stride": stride})
+                if litestream.poll() is not None:
+                    litestream = replica.start_litestream(config, stdout=log, stderr=log)
+        finally:
+            for w in writers:
+                w.stop.set()
+            for w in writers:
+                w.join(timeout=60)
+        time.sleep(3.0)  # Litestream ships the last transactions
+        final = work / "final.db"
+        out = replica.restore(url, final)
+        have = _texts(final)
+        litestream.send_signal(signal.SIGTERM)
+        litestream.wait(timeout=30)
+        log.close()
+        acked = acks.before(time.time())
+        lags = [row["lag_s"] for row in rows]
+        return {
+            "rounds": rounds,
+            "kills": {k: sum(1 for row in rows if k in row["killed"]) for k in ("litestream", "mcp", "ingest")},
+            "acknowledged_turns": len(acked),
+            "restores_integrity_ok": sum(1 for row in rows if row["integrity"] == "ok"),
+            "lag_bound_s": lag_bound,
+            "lag_p50_s": _pct(lags, 0.5),
+            "lag_p99_s": _pct(lags, 0.99),
+            "lag_max_s": max(lags, default=0.0),
+            "missing_within_lag": sum(row["missing"] - row["lost_beyond_lag"] for row in rows),
+            "lost_beyond_lag": sum(row["lost_beyond_lag"] for row in rows),
+            "final_restore_turns": out["turns"],
+            "final_lost": sum(1 for t in acked if t not in have),
+            "restore_s_p50": round(statistics.median(row["restore_s"] for row in rows), 3) if rows else 0.0,
+            "seconds": round(time.perf_counter() - started, 1),
+            "per_round": rows,
+        }
+
+
+def _check_round(
+    r: int, kind: str, killed: list[str], t_kill: float, acks: Acks, url: str, work: Path, lag_bound: float
+) -> dict[str, Any]:
+    out = work / f"restore-{r}.db"
+    t0 = time.perf_counter()
+    try:
+        replica.restore(url, out, force=True)
+        integrity = "ok"  # restore checks integrity_check before renaming into place
+        have = _texts(out)
+    except Exception as exc:  # a failed restore is a result of this bench, not a crash of it
+        integrity, have = f"restore failed: {exc}", set()
+    restore_s = time.perf_counter() - t0
+    ages = [t_kill - at for text, at in acks.before(t_kill).items() if text not in have]
+    for p in (out, Path(f"{out}-wal"), Path(f"{out}-shm")):
+        p.unlink(missing_ok=True)
+    return {
+        "round": r,
+        "kind": kind,
+        "killed": killed,
+        "integrity": integrity,
+        "acknowledged": len(acks.before(t_kill)),
+        "missing": len(ages),
+        "lag_s": round(max(ages, default=0.0), 3),
+        "lost_beyond_lag": sum(1 for a in ages if a > lag_bound),
+        "restore_s": round(restore_s, 3),
+    }
+
+
+def print_report(result: dict[str, Any]) -> None:
+    print("round  kind        killed                 acked  missing  lag_s  beyond  integrity")
+    for row in result["per_round"]:
+        print(
+            f"{row['round']:>5}  {row['kind']:<10}  {','.join(row['killed']) or '-':<21}  {row['acknowledged']:>5}  "
+            f"{row['missing']:>7}  {row['lag_s']:>5}  {row['lost_beyond_lag']:>6}  {row['integrity']}"
+        )
+    for key, value in result.items():
+        if key != "per_round":
+            print(f"{key:>24}: {value}")

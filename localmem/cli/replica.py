@@ -1,0 +1,88 @@
+"""``localmem replicate`` and ``localmem restore``: a live replica of the store and getting it back.
+
+``replicate`` runs Litestream for a plaintext store (config written from the ``replica``
+setting or ``--to``), or, for an encrypted store that Litestream cannot read, takes
+encrypted snapshots on a schedule (``localmem.storage.replica``). ``restore`` rebuilds a store
+from either kind of replica, optionally as of a point in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from localmem.cli.common import Subparsers, print_json
+from localmem.config import Settings
+from localmem.errors import ConfigError, InputError
+from localmem.storage import keys, replica
+
+
+def add_replicate(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "replicate",
+        help="keep a live replica of the store (Litestream; encrypted snapshots for an encrypted store)",
+        description="Run Litestream for the store, streaming every transaction to the replica within about a "
+        "second (file:///…, sftp://…, s3://…; from --to or the `replica` setting), until interrupted. Other "
+        "localmem processes keep writing meanwhile. An encrypted store cannot go through Litestream (it cannot "
+        "read SQLite3MC pages): it gets an encrypted snapshot (online backup, the store's key) every --interval "
+        "seconds in which it changed, into a file:// folder.",
+    )
+    c.add_argument("--to", metavar="URL", help="the replica URL (default: the `replica` setting, $LOCALMEM_REPLICA)")
+    c.add_argument("--once", action="store_true", help="replicate once and exit")
+    c.add_argument("--interval", type=float, default=60.0, help="encrypted store: seconds between snapshots (60)")
+    c.add_argument("--keep", type=int, default=48, help="encrypted store: snapshots kept (default 48)")
+    c.add_argument(
+        "--config-dir",
+        type=Path,
+        help="where the Litestream config is written (default: beside the store, in .localmem-replica/)",
+    )
+    c.set_defaults(func=cmd_replicate)
+
+
+def add_restore(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "restore",
+        help="rebuild a store from a replica (Litestream or encrypted snapshots), optionally as of a time",
+        description="Restore the replica at --from into PATH (which must not exist, unless --force), as of the "
+        "newest replicated transaction or of --timestamp (ISO 8601, UTC unless it says otherwise); the result is "
+        "checked with integrity_check before it is put in place. Also reads age-encrypted backups (.age files "
+        "written by `localmem backup --encrypt-to`) when given one as --from.",
+    )
+    c.add_argument("--from", dest="source", required=True, metavar="URL", help="file:///…, sftp://…, s3://…")
+    c.add_argument("--timestamp", metavar="T", help="point in time to restore (default: the newest)")
+    c.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.add_argument("path", type=Path, help="the store file to write")
+    c.set_defaults(func=cmd_restore)
+
+
+def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
+    url = args.to or settings.replica
+    if not url:
+        raise ConfigError('no replica given: --to URL, or `replica = "file:///…"` in the config file')
+    replica.check_url(url)
+    db = Path(settings.db)
+    if not db.is_file():
+        raise InputError("no database yet; nothing to replicate", path=str(db))
+    if args.interval <= 0 or args.keep < 1:
+        raise InputError("--interval must be positive and --keep at least 1")
+    if keys.is_encrypted(db):
+        print(
+            "localmem: the store is encrypted and Litestream cannot read it: taking encrypted snapshots instead",
+            file=sys.stderr,
+        )
+        return replica.snapshot_loop(
+            db, url, interval=args.interval, keep=args.keep, once=args.once, say=lambda m: print(m, flush=True)
+        )
+    folder = args.config_dir or db.parent / ".localmem-replica"
+    return replica.run_litestream(db, url, folder, once=args.once)
+
+
+def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    out = replica.restore(args.source, args.path, timestamp=args.timestamp, force=args.force)
+    if args.json:
+        print_json(out)
+    else:
+        print(f"restored {out['turns']} turns into {out['path']} from {out['from']}")
+    return 0

