@@ -21,7 +21,7 @@ from typing import Any
 from localmem.bench import latency
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
-from localmem.storage import backup, db, keys
+from localmem.storage import backup, benchreads, db, keys
 
 BENCH_KEY = "bench encryption key, not a secret"
 
@@ -45,7 +45,7 @@ def _open_ms(path: Path, times: int = 10) -> float:
     for _ in range(times):
         t0 = time.perf_counter()
         conn = db.connect(path, readonly=True)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        benchreads.schema_objects(conn)
         conn.close()
         samples.append(1000 * (time.perf_counter() - t0))
     return round(statistics.median(samples), 2)

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from localmem.storage import db, replica
+from localmem.storage import benchreads, db, replica
 
 PROTOCOL = "2025-06-18"
 
@@ -152,7 +152,7 @@ def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
 def _texts(path: Path) -> set[str]:
     conn = db.connect(path, readonly=True)
     try:
-        return {str(r[0]) for r in conn.execute("SELECT text FROM turns")}
+        return set(benchreads.turn_text_counts(conn))
     finally:
         conn.close()
 

@@ -72,9 +72,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _encrypted(
-    conn: Conn, out: Path | None, recips: list[Any], session: str | None, since: str | None
-) -> ExportReport:
+def _encrypted(conn: Conn, out: Path | None, recips: list[Any], session: str | None, since: str | None) -> ExportReport:
     """The export streamed through age: no plaintext reaches the disk (nor the terminal)."""
     if out is None:
         if sys.stdout.isatty():

@@ -85,6 +85,11 @@ def turn_identities(conn: apsw.Connection) -> tuple[int, int]:
     return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
+def schema_objects(conn: apsw.Connection) -> int:
+    """How many objects the schema holds: reading it reads page 1 (and needs the key)."""
+    return _count(conn, "SELECT count(*) FROM sqlite_master")
+
+
 def turn_text_counts(conn: apsw.Connection) -> Counter[str]:
     """How many stored turns hold each text."""
     return Counter(str(r[0]) for r in conn.execute("SELECT text FROM turns"))
