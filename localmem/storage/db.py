@@ -49,7 +49,14 @@ class Conn(apsw.Connection):
     def one(self, statements: str, bindings: apsw.Bindings | None = None) -> Row:
         """The first row of a query that always returns one (an aggregate, ``INSERT ...
         RETURNING``, a row known to exist); none is ``NotFound``, not a ``TypeError`` later."""
-        row = self.execute(statements, bindings).fetchone()
+        cursor = self.execute(statements, bindings)
+        try:
+            row = cursor.fetchone()
+        finally:
+            # Closing resets the statement now: a half-read cursor would otherwise keep a
+            # read transaction open on its snapshot, and the next BEGIN IMMEDIATE after
+            # another connection's commit fails at once with SQLITE_BUSY_SNAPSHOT.
+            cursor.close()
         if row is None:
             raise NotFound(f"no row where one was expected: {' '.join(statements.split())[:120]}")
         return row

@@ -119,7 +119,10 @@ def _from_keyring(store: str | Path | None) -> str | None:
 def apply_key(conn: apsw.Connection, key: str) -> None:
     """Key ``conn`` (its first statement) and keep its temporary tables in memory."""
     if not encryption_available():
-        raise ConfigError("encryption needs the apsw-sqlite3mc build of apsw (pip install apsw-sqlite3mc)")
+        raise ConfigError(
+            "encryption needs the SQLite3 Multiple Ciphers build of apsw in place of plain apsw: "
+            "pip uninstall -y apsw && pip install apsw-sqlite3mc (docs/security.md)"
+        )
     conn.pragma("key", key)
     conn.pragma("temp_store", "MEMORY")  # a sort or temp index spilled to /tmp would be plaintext
 
