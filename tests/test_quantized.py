@@ -28,6 +28,10 @@ from localmem.storage.vectors import FILE_SHORTLIST, RESCORED, SHORTLIST
 from .conftest import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
+# What a warm query process allocates besides its mirrors: the query's own working set
+# (scores, shortlists, packing), independent of the store's size. Measured on 6,000 turns:
+# 4.9 MB grown in all, of which 1.2 MB mirrors; a float32 copy would add 25.6 MB more.
+BASELINE = 6 * 2**20
 
 _PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jonas", "Kemi", "Luca"]
 _DID = [
@@ -176,45 +180,60 @@ def test_mirror_bytes_per_row_are_bounded(tmp_path: Path, garden_sessions: list[
 
 
 _SERVE = """
-import json, resource, sys
+import json, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage import vectors
-vectors.HELD_ROWS = 1000  # the store below is larger: its mirrors must hold no float32 vectors
+vectors.HELD_ROWS = 1000  # the large store below: its mirrors must hold no float32 vectors
 from localmem.storage.store import Store
 from tests.conftest import HashEmbedder
 
-def rss():
+def anon():
+    # private memory only (heap, numpy arrays): a float32 copy would be here; shared
+    # libraries and the SQLite file's pages (file-backed, cached by the OS) are not
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith("RssAnon:"):
             return int(line.split()[1]) * 1024
-path = Path({path!r})
-store = Store(path, embedder=HashEmbedder(384, {model!r}), settings=Settings(db=path))
-before = rss()
-view = store.mirrors()
-reconstruct(store, "what did they say about the garden and the bike", 2000)
-print(json.dumps({{"turns": len(view.turn.ids), "cues": len(view.cue.ids), "grew": rss() - before,
-                  "mirror": view.nbytes(), "held": [view.turn.held is None, view.cue.held is None]}}))
+QUERY = "what did they say about the garden and the bike"
+
+def measure(path):
+    store = Store(path, embedder=HashEmbedder(384, {model!r}), settings=Settings(db=path))
+    before = anon()
+    view = store.mirrors()
+    reconstruct(store, QUERY, 2000)
+    return view, anon() - before
+
+small, warm = measure(Path({small!r}))  # imports, caches and code paths of a query, once
+view, grew = measure(Path({path!r}))
+print(json.dumps({{"turns": len(view.turn.ids), "cues": len(view.cue.ids), "grew": grew, "warm": warm,
+                  "mirror": view.nbytes(), "held": [view.turn.held is None, view.cue.held is None],
+                  "small_held": [small.turn.held is not None, small.cue.held is not None]}}))
 """
 
 
 def test_a_query_process_holds_no_float32_copy_of_the_store(tmp_path: Path) -> None:
-    """A fresh process that loads the mirrors of a 6,000-turn 384-d store and answers a
-    query grows by far less than the float32 mirrors would take (~6,000 x 2.8 x 1,536
-    bytes = 26 MB): the bound is 12 MB for mirrors, their loading and the query."""
-    path = tmp_path / "s.db"
+    """A process that loads the mirrors of a 6,000-turn 384-d store and answers a query
+    grows by its mirrors and a small, store-size-independent working set, far below what
+    float32 mirrors would take (~6,000 x 2.8 x 1,536 bytes = 26 MB). Measured as private
+    memory (RssAnon) after the same query on a 600-turn store warmed the process, so that
+    neither the first query's imports and caches nor the OS's file cache count: on any
+    machine the float32 copy alone is over 3x the bound."""
+    path, small = tmp_path / "s.db", tmp_path / "small.db"
     embedder = HashEmbedder(384, "hash-384")
     synthetic.build(path, 6000, embedder, Settings(db=path))
-    code = _SERVE.format(root=str(ROOT), path=str(path), model="hash-384")
+    synthetic.build(small, 600, embedder, Settings(db=small))
+    code = _SERVE.format(root=str(ROOT), path=str(path), small=str(small), model="hash-384")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     floats = (out["turns"] + out["cues"]) * 384 * 4
     assert out["turns"] == 6000 and out["cues"] > 6000
+    assert out["small_held"][0] is True  # its 600 turns are under HELD_ROWS: the warm-up held float vectors
     assert out["mirror"] < floats / 12 and out["held"] == [True, True]
-    assert out["grew"] < 12 * 2**20 < floats / 2, out
+    bound = out["mirror"] + BASELINE
+    assert out["grew"] < bound < floats / 3, out
 
 
 @pytest.mark.parametrize("at_version", [9, 10])

@@ -18,7 +18,7 @@ from localmem.cli.doctor import model_line, run_checks
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
-from localmem.models.llm import resolve_model_path
+from localmem.models.llm import model_layer_status, resolve_model_path
 from localmem.storage.keys import is_encrypted
 from mcp_server import clientconfig
 from mcp_server.serve import add_arguments, run_from_args
@@ -86,6 +86,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         stats["enrichment"] = layer_stats(store)
         stats["enrichment"]["antecedent"]["construction_enabled"] = settings.cable.enabled
     stats["encrypted"] = is_encrypted(settings.db)
+    stats["model_layer"] = model_layer_status()
     if args.json:
         print_json(stats)
         return 0
@@ -102,6 +103,8 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     if stats["edges"]["antecedent"]:
         layers += "; antecedent links"
     print(f"layers        {layers}")
+    ml = stats["model_layer"]
+    print(f"model layer   {ml['detail']}")
     e = stats["enrichment"]
     print(
         f"enrichment    {e['enriched_turns']} of {e['turns']} turns ({e['enriched_pct']}%), "

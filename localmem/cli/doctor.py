@@ -24,7 +24,13 @@ from typing import Any
 from localmem.config import Settings, default_db_path
 from localmem.errors import ModelError
 from localmem.memory import generator, open_store
-from localmem.models.llm import embedded_model_path, embedded_model_warning, is_embedded_model
+from localmem.models.llm import (
+    NOT_INSTALLED,
+    embedded_model_path,
+    embedded_model_warning,
+    is_embedded_model,
+    model_layer_installed,
+)
 from localmem.models.registry import default_embedder
 from localmem.storage import views
 from localmem.storage.keys import cipher_name, is_encrypted
@@ -94,6 +100,10 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         )
 
     def model() -> str:
+        if not model_layer_installed():  # the lean install: fine without a model, not with one configured
+            if settings.model:
+                raise Fail(f"the model {settings.model} is configured, but {NOT_INSTALLED}")
+            raise Warn(NOT_INSTALLED)
         if not settings.model:
             try:
                 embedded_model_path()

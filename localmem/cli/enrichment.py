@@ -21,6 +21,7 @@ from localmem.enrichment.worker import run_worker
 from localmem.errors import LocalmemError
 from localmem.ingest.watch import stop_on_signals
 from localmem.memory import generator, open_store
+from localmem.models.llm import require_model_layer
 from localmem.storage.queue import counts, enqueue_missing, retry_parked
 from localmem.util.progress import Progress
 
@@ -76,6 +77,7 @@ def watch_worker(settings: Settings) -> Any:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     settings = settings.with_overrides(model=args.model, extract_batch=args.batch)
     gen = generator(settings)
+    require_model_layer(gen)  # say so before touching the queue
     with open_store(settings) as store:
         enqueue_missing(store.conn)
         if getattr(args, "retry_parked", False):

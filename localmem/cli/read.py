@@ -19,6 +19,7 @@ from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings, default
 from localmem.errors import InputError
 from localmem.memory import generator, open_store
+from localmem.models.llm import require_model_layer
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.store import Store
 
@@ -130,6 +131,7 @@ def _query_batch(store: Store, args: argparse.Namespace) -> int:
 
 def _explore(args: argparse.Namespace, settings: Settings, rounds: int, calls: int, max_tokens: int) -> int:
     gen = generator(settings, args.model)
+    require_model_layer(gen)  # before the store: without llama.cpp there is nothing to explore with
     with open_store(settings) as store:
         res = explore(
             store,
@@ -171,6 +173,7 @@ def cmd_answer(args: argparse.Namespace, settings: Settings) -> int:
         return _explore(args, settings, MAX_ROUNDS, MAX_CALLS, MAX_TOKENS)
 
     gen = generator(settings, args.model)
+    require_model_layer(gen)  # before the store: without llama.cpp there is nothing to answer with
     with open_store(settings) as store:
         res = answer(store, gen, args.question, budget_tokens=args.budget, as_of=args.as_of, scope=args.scope)
     if args.json:

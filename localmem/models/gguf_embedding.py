@@ -43,7 +43,7 @@ def _import_llama_cpp() -> Any:
     except ImportError as exc:
         raise ModelError(
             "GGUF embedding models need llama.cpp's Python binding: "
-            "run `pip install llama-cpp-python` (or use the default ONNX embedder)"
+            "run `pip install llama-cpp-python` (localmem's `llm` extra), or use the default ONNX embedder"
         ) from exc
     return llama_cpp
 

