@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from localmem.config import Settings
 from localmem.errors import ModelError
 from localmem.models.llm import Generation
 from localmem.records import SessionIn, TurnIn
+from localmem.storage import keys
 from localmem.storage.store import Store
 
 
@@ -146,3 +148,10 @@ def garden_sessions() -> list[SessionIn]:
             ("Ben", "Great, tomatoes love the warm weather."),
         ),
     ]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """CI's cipher venv (.ci/run) sets LOCALMEM_REQUIRE_CIPHER: there the encryption tests
+    must run, so a plain apsw (they would skip) is an error, not a quiet skip."""
+    if os.environ.get("LOCALMEM_REQUIRE_CIPHER") == "1" and not keys.encryption_available():
+        raise pytest.UsageError("LOCALMEM_REQUIRE_CIPHER=1 but apsw is not the apsw-sqlite3mc build")
