@@ -132,9 +132,9 @@ def test_a_big_batch_is_written_in_short_transactions(store: Store, tmp_path: Pa
     calls: list[int] = []
     commit = store._commit  # one write transaction
 
-    def counted(staged, vectors):  # type: ignore[no-untyped-def]
+    def counted(staged, vectors, **kw):  # type: ignore[no-untyped-def]
         calls.append(sum(len(t.text) for s, _ in staged.sessions for t in s.turns))
-        return commit(staged, vectors)
+        return commit(staged, vectors, **kw)
 
     store._commit = counted  # type: ignore[method-assign]
     report = runner.ingest_file(store, p)
