@@ -96,9 +96,14 @@ def _merged_items() -> list[dict[str, object]]:
             "question_type": "single-session-user",
             "question": "Where do I keep bees?",
             "question_date": "2023/05/15 (Mon) 12:00",
-            "haystack_session_ids": ["shared", "a-only"],
-            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/10 (Wed) 09:00"],
-            "haystack_sessions": [shared_a, [turn("The weather was grey all week.")]],
+            # "a-only" twice (same content, two dates), as three dev60 haystacks repeat one.
+            "haystack_session_ids": ["shared", "a-only", "a-only"],
+            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/10 (Wed) 09:00", "2023/05/12 (Fri) 09:00"],
+            "haystack_sessions": [
+                shared_a,
+                [turn("The weather was grey all week.")],
+                [turn("The weather was grey all week.")],
+            ],
         },
         {
             "question_id": "qc",
@@ -119,6 +124,7 @@ def test_merged_store_dedupes_sessions_at_their_earliest_date(tmp_path: Path) ->
     data.write_text(json.dumps(_merged_items()))
     sessions = {s.key: s for s in merged_sessions(data)}
     assert sorted(sessions) == ["a-only", "b-ev", "c-late", "shared"]
+    assert len(sessions["a-only"].turns) == 1  # one copy of a session its haystack repeats
     assert sessions["shared"].started_at is not None and sessions["shared"].started_at.startswith("2023-05-01")
     qs = {q["id"]: q for q in questions(data)}
     assert qs["qa"]["as_of"] == "2023-05-15T23:59:59" and qs["qa"]["evidence"] == ["shared:0"]

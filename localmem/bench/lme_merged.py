@@ -26,7 +26,7 @@ from localmem.bench.metrics import METHODS, Tally, found_fraction, read_benchmar
 from localmem.config import Settings
 from localmem.ingest import longmemeval
 from localmem.models.embedding import Embedder
-from localmem.records import SessionIn
+from localmem.records import SessionIn, TurnIn
 from localmem.storage.store import Store
 
 SOURCE = "longmemeval:merged"
@@ -40,7 +40,12 @@ def merged_sessions(data: Path) -> list[SessionIn]:
     for sess in longmemeval.parse(data):
         old = kept.get(sess.key)
         if old is None or (sess.started_at or "") < (old.started_at or ""):
-            kept[sess.key] = replace(sess, source=SOURCE)
+            # A haystack that repeats a session id (at two dates) comes parsed as one
+            # session holding both copies' turns: keep one copy of each native turn.
+            firsts: dict[str | None, TurnIn] = {}
+            for t in sess.turns:
+                firsts.setdefault(t.source_id, t)
+            kept[sess.key] = replace(sess, source=SOURCE, turns=tuple(firsts.values()))
     return sorted(kept.values(), key=lambda s: (s.started_at or "", s.key))
 
 
