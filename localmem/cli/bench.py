@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import cable_probe, extraction, fit, latency, locomo, longmemeval
+from localmem.bench import cable_probe, extraction, fit, latency, lme_losses, lme_merged, locomo, longmemeval
 from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
@@ -28,20 +28,25 @@ from localmem.models.registry import default_embedder
 from localmem.storage import views
 
 DEFAULT_METHODS = "bm25,dense,rrf,recent,localmem"
+MERGED_METHODS = "bm25,dense,rrf,localmem"
+MERGED_BUDGETS = "500,1000,2000,4000"
+LOSS_BUDGETS = "1000,2000"
+_BUDGETS = {"locomo": "500,1000,2000,4000", "longmemeval": "500,1000,2000"}
 
 
 def add_bench_parser(sub: Any) -> None:
     bench = sub.add_parser("bench", help="benchmarks: recall on LoCoMo / LongMemEval, latency at scale")
     bsub = bench.add_subparsers(title="benchmarks", metavar="BENCHMARK")
 
-    for name, helptext, budgets in (
-        ("locomo", "evidence recall per category at token budgets (LoCoMo JSON)", "500,1000,2000,4000"),
-        ("longmemeval", "evidence recall at budgets and session recall@5 per question type", "500,1000,2000"),
+    for name, helptext in (
+        ("locomo", "evidence recall per category at token budgets (LoCoMo JSON)"),
+        ("longmemeval", "evidence recall at budgets and session recall@5 per question type"),
     ):
+        budgets = _BUDGETS[name]
         c = bsub.add_parser(name, help=helptext, description=helptext)
         c.add_argument("--data", type=Path, required=True, help="the benchmark JSON file")
-        c.add_argument("--budgets", default=budgets, help=f"comma-separated token budgets (default {budgets})")
-        c.add_argument("--methods", default=DEFAULT_METHODS, help=f"comma-separated (default {DEFAULT_METHODS})")
+        c.add_argument("--budgets", help=f"comma-separated token budgets (default {budgets})")
+        c.add_argument("--methods", help=f"comma-separated (default {DEFAULT_METHODS}; --merged: {MERGED_METHODS})")
         c.add_argument("--limit", type=int, help="only the first N conversations / questions")
         c.add_argument("--workdir", type=Path, help="keep the per-conversation stores here (default: a temp dir)")
         c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
@@ -67,6 +72,17 @@ def add_bench_parser(sub: Any) -> None:
             cable_flags.add_build_flags(c, with_off=False)
         else:
             c.add_argument("--built-only", action="store_true", help="only the questions whose store is in --workdir")
+            c.add_argument(
+                "--merged",
+                action="store_true",
+                help="every haystack in ONE store (sessions deduplicated by id), each question as of its date; "
+                f"budgets default {MERGED_BUDGETS}; --workdir keeps the store (~15 min to build on 2 cores)",
+            )
+            c.add_argument(
+                "--losses",
+                action="store_true",
+                help=f"with --merged: where each missed evidence turn was lost (budgets default {LOSS_BUDGETS})",
+            )
         c.set_defaults(func=_run, bench=name)
 
     c = bsub.add_parser(
@@ -192,7 +208,14 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     else:
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        merged = getattr(args, "merged", False)
+        if getattr(args, "losses", False) and not merged:
+            raise InputError("--losses needs --merged")
+        budgets_text = args.budgets or (
+            (LOSS_BUDGETS if args.losses else MERGED_BUDGETS) if merged else _BUDGETS[args.bench]
+        )
+        methods = [m.strip() for m in (args.methods or (MERGED_METHODS if merged else DEFAULT_METHODS)).split(",")]
+        methods = [m for m in methods if m]
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
             raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
@@ -201,11 +224,24 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             if args.enrich:
                 _enrich_locomo(args, settings, workdir, embedder, log)
             gen = generator(settings, None if args.model in (None, "default") else args.model)
-            budget = _ints(args.budgets, "--budgets")[0] if args.budgets else settings.budget_tokens
+            budget = _ints(budgets_text, "--budgets")[0]
             result = locomo.run_explore(
                 args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
             )
             print(locomo.explore_table(result))
+            if args.json:
+                print(json.dumps(result))
+            return 0
+        if merged:
+            if args.losses:
+                result = lme_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                        args.limit, log)  # fmt: skip
+                print(lme_losses.table(result))
+            else:
+                result = lme_merged.run(
+                    args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log
+                )
+                print(lme_merged.table(result))
             if args.json:
                 print(json.dumps(result))
             return 0
@@ -220,7 +256,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.bench == "longmemeval":
             extra["built_only"] = args.built_only
         result = mod.run(
-            args.data, _ints(args.budgets, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
+            args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
         )
         print(mod.table(result))
     if args.json:

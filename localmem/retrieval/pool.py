@@ -81,6 +81,21 @@ def _signals(store: Store, view: MirrorView, query: str, qvec: np.ndarray, visib
     )
 
 
+LIST_NAMES = ("turn bm25", "turn cosine", "cue cosine", "cue bm25")
+
+
+def ranked_lists(store: Store, query: str, flt: Filter, depth: int) -> list[list[int]]:
+    """The pool's four ranked lists (``LIST_NAMES``) as turn ids, ``depth`` deep instead
+    of ``candidates``: where a turn the pool missed stands in each (loss analysis)."""
+    qvec = store.embedder.embed([query])[0].astype(np.float32)
+    with store.snapshot():
+        view = store.mirrors()
+        if len(view.turn.ids) == 0:
+            return [[] for _ in LIST_NAMES]
+        sig = _signals(store, view, query, qvec, visible_mask(store, view.turn, flt), depth)
+        return [[int(view.turn.ids[p]) for p in lst] for lst in sig.lists]
+
+
 def _lexical(store: Store, table: str, query: str, mirror: VectorMirror, ok: np.ndarray) -> Sparse:
     # Under a filter the best matches may all be invisible: then rank every match.
     share = store.params.common_term_share
