@@ -16,17 +16,8 @@ from typing import Any
 import apsw
 
 from localmem.errors import NotFound
+from localmem.storage.cues import TurnText  # one record of a turn's id, speaker, text and time
 from localmem.storage.db import Row
-
-
-@dataclass(frozen=True)
-class TurnText:
-    """A stored turn's id, speaker, text and time."""
-
-    turn_id: int
-    speaker: str
-    text: str
-    ts: str | None
 
 
 @dataclass(frozen=True)
