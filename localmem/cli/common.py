@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any, TypeAlias
 
 from localmem.config import Settings
@@ -39,3 +44,24 @@ def open_patient(settings: Settings, *, rebind: bool = False) -> Store:
 
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, ensure_ascii=False))
+
+
+@contextmanager
+def interrupts() -> Iterator[None]:
+    """SIGTERM and SIGINT both end the work inside as Ctrl-C does (KeyboardInterrupt:
+    the batch in progress rolls back, a child is stopped cleanly), instead of a kill
+    without a word. SIGINT is set explicitly: a process started in the background by a
+    non-interactive shell inherits it ignored, and would otherwise not stop on it."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

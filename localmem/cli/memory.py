@@ -9,19 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from localmem.cli import sync
-from localmem.cli.common import Subparsers, open_patient, open_store, print_json, say_waiting
+from localmem.cli.common import Subparsers, interrupts, open_patient, open_store, print_json, say_waiting
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
 from localmem.errors import InputError
@@ -160,7 +155,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if every is not None and every <= 0:
         raise InputError(f"--progress-every must be positive, got {every}")
     quiet = getattr(args, "quiet", False) or (args.json and every is None)
-    with open_patient(settings) as store, ingest_interrupts():
+    with open_patient(settings) as store, interrupts():
         plan = runner.start(store, args.file, fmt, skip_bad=getattr(args, "skip_bad", False), **opts)
         left = plan.stat.size - plan.start.offset
         if plan.start.index and not quiet:
@@ -193,24 +188,6 @@ def interrupted(path: Path, when: str) -> int:
 
 def say(text: str) -> None:
     print(f"localmem: {text}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def ingest_interrupts() -> Iterator[None]:
-    """SIGTERM ends an ingest as Ctrl-C does (the batch in progress rolls back, the resume
-    point stays), instead of killing it without a word."""
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from localmem.cli.common import Subparsers, print_json
+from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
 from localmem.storage import keys, replica
@@ -72,11 +72,13 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
             "localmem: the store is encrypted and Litestream cannot read it: taking encrypted snapshots instead",
             file=sys.stderr,
         )
-        return replica.snapshot_loop(
-            db, url, interval=args.interval, keep=args.keep, once=args.once, say=lambda m: print(m, flush=True)
-        )
+        with interrupts():
+            return replica.snapshot_loop(
+                db, url, interval=args.interval, keep=args.keep, once=args.once, say=lambda m: print(m, flush=True)
+            )
     folder = args.config_dir or db.parent / ".localmem-replica"
-    return replica.run_litestream(db, url, folder, once=args.once)
+    with interrupts():
+        return replica.run_litestream(db, url, folder, once=args.once)
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:

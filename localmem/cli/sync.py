@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from localmem.cli.common import Subparsers, open_patient, print_json
+from localmem.cli.common import Subparsers, interrupts, open_patient, print_json
 from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.sync.keys import Keyring, load_keyring
@@ -87,7 +87,8 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
             return 1 if done.folded.refused else 0
         stop = threading.Event()
         try:
-            watch(store, root, keys, args.interval, stop, lambda p: _show(p, args.json))
+            with interrupts():
+                watch(store, root, keys, args.interval, stop, lambda p: _show(p, args.json))
         except KeyboardInterrupt:
             stop.set()
     return 0
