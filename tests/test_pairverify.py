@@ -94,3 +94,28 @@ def test_fit_learns_a_separating_feature_and_scores_per_turn() -> None:
     part = {"X": X, "y": y, "owner": np.arange(400) // 4, "positive_pairs": int(y.sum()), "turns": 100}
     s = cable_fit.score([part], PairWeights(tuple(coef), icpt, 0.5), max_links=1)
     assert s["precision"] > 0.8 and s["links_per_turn"] <= 1.0
+
+
+def test_link_command_runs_without_the_model_layer(tmp_path: Path) -> None:
+    """`localmem link` in a real subprocess, with llama_cpp made unimportable."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    blocker = tmp_path / "block" / "llama_cpp"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('llama_cpp is not installed')\n")
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), env.get("PYTHONPATH", "")])
+    sample = Path(__file__).resolve().parent.parent / "localmem" / "data" / "sample_conversation.jsonl"
+    db = str(tmp_path / "m.db")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "localmem", "--db", db, *args]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=True)
+
+    cli("ingest", str(sample))
+    first = json.loads(cli("link", "--json").stdout)
+    assert first["model"] == MODEL_ID and first["turns"] > 0
+    assert json.loads(cli("link", "--json").stdout)["turns"] == 0
