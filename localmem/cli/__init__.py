@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, read, replica, secure, sync, ui
+from localmem.cli import admin, cable_flags, enrichment, export, memory, pairlink, read, replica, secure, sync, ui
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_watch,
         read.add_query,
         enrichment.add_worker_parsers,
+        pairlink.add_link,
         read.add_explore,
         read.add_answer,
         admin.add_stats,

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import cable_probe, extraction, fit, latency, lme_losses, lme_merged, locomo, longmemeval
+from localmem.bench import cable_fit, cable_probe, extraction, fit, latency, lme_losses, lme_merged, locomo, longmemeval
 from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
@@ -119,6 +119,19 @@ def add_bench_parser(sub: Any) -> None:
     cable_flags.add_build_flags(c, with_off=False)
     c.set_defaults(func=_run, bench="cable-probe")
 
+    c = bsub.add_parser(
+        "cable-fit",
+        help="fit the model-free antecedent verifier; precision/recall, leave-one-conversation-out (LoCoMo JSON)",
+    )
+    c.add_argument("--data", type=Path, required=True, help="LoCoMo JSON with two or more conversations")
+    c.add_argument("--workdir", type=Path, help="the per-conversation stores (bench locomo's; default: a temp dir)")
+    c.add_argument("--threshold", type=float, default=0.05, help="accept at this probability (default 0.05)")
+    c.add_argument("--max-links", type=int, default=3, help="most links into one turn (default 3)")
+    c.add_argument("--no-subtraction", action="store_true", help="judge all of H (the default link set), not H - B")
+    c.add_argument("--link-dir", type=Path, help="also write the fitted links into copies of the stores here")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run, bench="cable-fit")
+
     c = bsub.add_parser("fit", help="refit the reconstruct scorer; leave-one-conversation-out recall (LoCoMo JSON)")
     c.add_argument("--data", type=Path, required=True, help="LoCoMo JSON with two or more conversations")
     c.add_argument("--budgets", default="500,1000,2000,4000", help="comma-separated token budgets")
@@ -187,6 +200,14 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         else:
             result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
             print(cable_probe.table(result))
+    elif args.bench == "cable-fit":
+        if not args.data.is_file():
+            raise InputError("no such file", path=str(args.data))
+        result = cable_fit.run(
+            args.data, workdir, embedder, settings, args.threshold, args.max_links,
+            subtraction=not args.no_subtraction, link_dir=args.link_dir, log=log,
+        )  # fmt: skip
+        print(cable_fit.table(result))
     elif args.bench == "latency":
         if args.antecedent_edges < 0:
             raise InputError(f"--antecedent-edges must be 0 or more, got {args.antecedent_edges}")
