@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -193,3 +195,33 @@ def test_connections_are_typed_apsw_connections(tmp_path: Path) -> None:
         conn.one("SELECT id FROM turns WHERE id = ?", (1,))
     with db.transaction(apsw.Connection(str(tmp_path / "b.db"))) as plain:  # any apsw connection
         plain.execute("CREATE TABLE x (y)")
+
+
+WRITER = """
+import sys
+from localmem.storage import db
+conn = db.connect(sys.argv[1])
+with db.transaction(conn):
+    conn.execute("INSERT INTO t VALUES (10)")
+"""
+
+
+def test_a_write_after_another_process_committed_ends_a_stale_read(tmp_path: Path) -> None:
+    # A statement stepped in part keeps this connection reading on its snapshot; once
+    # another process commits, BEGIN IMMEDIATE gets SQLITE_BUSY_SNAPSHOT at once, which
+    # no wait or retry cures: the write door ends the stale read and begins again.
+    path = tmp_path / "s.db"
+    conn = db.connect(path)
+    conn.execute("CREATE TABLE t(x INTEGER)")
+    with db.transaction(conn):
+        conn.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+    held = conn.execute("SELECT x FROM t ORDER BY x")
+    assert held.fetchone() == (1,)
+    assert conn.txn_state("main") == apsw.SQLITE_TXN_READ
+    subprocess.run([sys.executable, "-c", WRITER, str(path)], check=True, timeout=60)
+    with db.transaction(conn):
+        conn.execute("INSERT INTO t VALUES (4)")
+    assert [r[0] for r in conn.execute("SELECT x FROM t ORDER BY x")] == [1, 2, 3, 4, 10]
+    with pytest.raises(apsw.CursorClosedError):  # the stale cursor is ended, never read on
+        held.fetchone()
+    conn.close()

@@ -14,10 +14,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import apsw
 import pytest
 
 from localmem.bench import replicate as bench
-from localmem.errors import ConfigError
+from localmem.errors import ConfigError, LocalmemError
 from localmem.records import TurnIn
 from localmem.storage import keys, replica
 from localmem.storage.store import Store
@@ -177,3 +178,33 @@ def test_kill_rounds_lose_nothing_beyond_the_lag(tmp_path: Path) -> None:
     assert result["kills"]["litestream"] == 2 and result["kills"]["mcp"] + result["kills"]["ingest"] >= 1
     assert result["restores_integrity_ok"] == 3
     assert result["lost_beyond_lag"] == 0 and result["final_lost"] == 0
+
+
+def damaged_store(path: Path) -> None:
+    """A store file whose index disagrees with its table, as the restore that came back
+    damaged did ("wrong # of entries in index"): two indexes' root pages swapped."""
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE a(x); CREATE INDEX ia ON a(x); CREATE TABLE b(x); CREATE INDEX ib ON b(x)")
+    conn.execute("INSERT INTO a VALUES (1), (2), (3); INSERT INTO b VALUES (9)")
+    ra = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'ia'").fetchall()[0][0]
+    rb = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'ib'").fetchall()[0][0]
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_schema SET rootpage = ? WHERE name = 'ia'", (rb,))
+    conn.execute("UPDATE sqlite_schema SET rootpage = ? WHERE name = 'ib'", (ra,))
+    conn.close()
+
+
+def test_a_restore_that_fails_its_integrity_check_is_kept_aside_not_installed(tmp_path: Path) -> None:
+    rep, out = tmp_path / "rep", tmp_path / "out.db"
+    rep.mkdir()
+    damaged_store(rep / replica.snapshot_name(datetime.now(UTC)))
+    out.write_bytes(b"the store that was here")
+    with pytest.raises(
+        LocalmemError, match=r"failed its integrity check \(.*wrong # of entries in index.*not installed"
+    ):
+        replica.restore(f"file://{rep}", out, force=True)
+    assert out.read_bytes() == b"the store that was here"  # untouched
+    aside = tmp_path / ".out.db.restore-damaged"
+    conn = apsw.Connection(str(aside))
+    assert conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]  # the damaged restore, kept
+    conn.close()

@@ -19,6 +19,8 @@ unlocked (``storage.keys.unlock``) before anything else on the connection.
 
 from __future__ import annotations
 
+import gc
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -34,6 +36,8 @@ import sqlite_vec
 from localmem.errors import NotFound, SchemaError
 from localmem.storage import faults, keys
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
+
+log = logging.getLogger("localmem.db")
 
 Row: TypeAlias = tuple[Any, ...]
 """A result row. Its cells' types depend on the query, so readers convert what they read
@@ -288,13 +292,55 @@ def transaction(conn: C) -> Iterator[C]:
     (``faults``); a failed COMMIT rolls back too, so the connection is never left in a
     transaction."""
     with faults.faults(conn.filename, conn):
-        conn.execute("BEGIN IMMEDIATE")
+        _begin(conn)
         try:
             yield conn
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
             raise
+
+
+def _begin(conn: apsw.Connection) -> None:
+    """BEGIN IMMEDIATE; if it meets SQLITE_BUSY_SNAPSHOT, end the stale read and begin again.
+
+    Outside a transaction, a connection still reads on an old snapshot only while one
+    of its statements is half-stepped (a cursor read in part and not yet freed, or kept
+    alive by apsw 3.54.0.0's cursor reference leak). Once another connection commits,
+    that snapshot can never become a writer and no wait helps: SQLite fails at once with
+    BUSY_SNAPSHOT, and a retry would meet it forever. Closing this connection's open
+    cursors resets those statements, which ends the read; the caller that held one
+    reads on a stale view anyway, and a further step on it is an error, not wrong rows."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        return
+    except apsw.BusyError as exc:
+        # extendedresult: set on every apsw error, though its stubs do not name it
+        if getattr(exc, "extendedresult", None) != apsw.SQLITE_BUSY_SNAPSHOT or conn.in_transaction:
+            raise
+    stale = _close_cursors(conn)
+    log.warning("a stale read on %s held the write; closed %d open statement(s): %s", conn.filename, len(stale), stale)
+    conn.execute("BEGIN IMMEDIATE")  # a plain busy error now is another writer: retry_locked waits for it
+
+
+def _close_cursors(conn: apsw.Connection) -> list[str]:
+    # apsw lists no connection's cursors, and this path is rare: find them on the heap.
+    closed = []
+    for obj in gc.get_objects():
+        if not isinstance(obj, apsw.Cursor):
+            continue
+        try:
+            if obj.connection is not conn:
+                continue
+        except apsw.Error:  # a closed cursor
+            continue
+        sql = ""
+        with suppress(apsw.Error):  # a cursor with no statement now
+            sql = " ".join(str(obj.expanded_sql or "").split())[:80]
+        with suppress(apsw.Error):
+            obj.close()
+        closed.append(sql)
+    return closed
 
 
 def _rollback(conn: apsw.Connection) -> None:

@@ -223,6 +223,17 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
         for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
             p.unlink(missing_ok=True)
         os.replace(tmp, out)
+    except _Damaged as exc:
+        # Litestream 0.5.x can restore a file that fails integrity_check (its issues
+        # #1164, #1309): never installed; kept aside for a look, the store left as it was.
+        aside = out.with_name(f".{out.name}.restore-damaged")
+        os.replace(tmp, aside)
+        for p in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            p.unlink(missing_ok=True)
+        raise LocalmemError(
+            f"the store restored from {url} failed its integrity check ({exc}); it was not installed "
+            f"and is kept at {aside}; restore an earlier point with --timestamp"
+        ) from None
     except BaseException:
         for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
@@ -247,6 +258,9 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
         for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
             p.unlink(missing_ok=True)
         os.replace(tmp, out)
+    except _Damaged as exc:
+        tmp.unlink(missing_ok=True)  # the backup file itself is the copy kept
+        raise LocalmemError(f"the store in {source} failed its integrity check ({exc}); it was not installed") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -255,13 +269,17 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
     return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
 
 
+class _Damaged(LocalmemError):
+    """A restored file that failed ``integrity_check`` (the message: its first findings)."""
+
+
 def _check(path: Path) -> int:
     conn = apsw.Connection(str(path))
     try:
         keys.unlock(conn, path)
         check = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
         if check != ["ok"]:
-            raise LocalmemError(f"the restored store failed its integrity check: {'; '.join(check[:5])}")
+            raise _Damaged("; ".join(check[:5]))
         row = conn.execute("SELECT count(*) FROM turns").fetchall()
         return int(row[0][0]) if row and isinstance(row[0][0], int) else 0
     finally:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from contextlib import closing
 from typing import Any, TypeVar
 
 import numpy as np
@@ -87,22 +88,27 @@ class VectorMirror:
         at = old = len(self.ids)
         new._grow(old + n)
         nbytes = (self.dim + 7) // 8
-        cur = conn.execute(self.load_sql, (self.newest,))
-        while chunk := list(itertools.islice(cur, min(CHUNK, old + n - at))):
-            cols = list(zip(*chunk, strict=True))
-            blob = b"".join(cols[-1])
-            if len(blob) != nbytes * len(chunk):
-                raise mismatch(self.dim)
-            bits = np.frombuffer(blob, dtype=np.uint8).reshape(len(chunk), nbytes)
-            padded = np.zeros((len(chunk), 8 * self.words), dtype=np.uint8)
-            padded[:, :nbytes] = bits
-            sl = slice(at, at + len(chunk))
-            new.codes[:, sl] = padded.view(np.uint64).T
-            new._put("ids", sl, cols[0])
-            new._fill(sl, cols)
-            at += len(chunk)
-            if at >= old + n:
-                break
+        # Closed once the rows are in: the loop stops at the count, not at the end of the
+        # rows, so the statement is still stepping, and apsw 3.54.0.0 (the build
+        # apsw-sqlite3mc ships) leaks a reference to every cursor alive when another
+        # statement runs on its connection (read_vectors below): left to the garbage
+        # collector it would never be reset and would hold a read transaction for good.
+        with closing(conn.execute(self.load_sql, (self.newest,))) as cur:
+            while chunk := list(itertools.islice(cur, min(CHUNK, old + n - at))):
+                cols = list(zip(*chunk, strict=True))
+                blob = b"".join(cols[-1])
+                if len(blob) != nbytes * len(chunk):
+                    raise mismatch(self.dim)
+                bits = np.frombuffer(blob, dtype=np.uint8).reshape(len(chunk), nbytes)
+                padded = np.zeros((len(chunk), 8 * self.words), dtype=np.uint8)
+                padded[:, :nbytes] = bits
+                sl = slice(at, at + len(chunk))
+                new.codes[:, sl] = padded.view(np.uint64).T
+                new._put("ids", sl, cols[0])
+                new._fill(sl, cols)
+                at += len(chunk)
+                if at >= old + n:
+                    break
         if at < old + n:  # the table cannot shrink inside a snapshot; guard against a foreign one
             new._grow(at)
         if self.held is not None and at <= HELD_ROWS:
