@@ -67,6 +67,16 @@ def check_url(url: str) -> str:
     return url
 
 
+def shown(url: str) -> str:
+    """``url`` for messages: an SFTP password given in it is not printed."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    host = parsed.hostname or ""
+    netloc = f"{parsed.username}:***@{host}" + (f":{parsed.port}" if parsed.port else "")
+    return parsed._replace(netloc=netloc).geturl()
+
+
 def file_dir(url: str) -> Path:
     parsed = urlparse(url)
     return Path(unquote(parsed.netloc + parsed.path))
@@ -217,7 +227,7 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
             proc = subprocess.run(args, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise NotFound(f"litestream restore from {url} failed: {last}")
+                raise NotFound(f"litestream restore from {shown(url)} failed: {last}")
             source = url
         turns = _check(tmp)
         for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
@@ -231,14 +241,14 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
         for p in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
         raise LocalmemError(
-            f"the store restored from {url} failed its integrity check ({exc}); it was not installed "
+            f"the store restored from {shown(url)} failed its integrity check ({exc}); it was not installed "
             f"and is kept at {aside}; restore an earlier point with --timestamp"
         ) from None
     except BaseException:
         for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
         raise
-    return {"path": str(out), "from": source, "turns": turns, "encrypted": keys.is_encrypted(out)}
+    return {"path": str(out), "from": shown(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
 
 
 def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
