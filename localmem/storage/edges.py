@@ -77,29 +77,36 @@ def commit_antecedents(
         calls.write(conn, records)
         if not finish(conn, job.id) or run.skipped == "turn forgotten":
             return False
-        fresh = conn.execute(
-            "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "
-            "accepted, calls, prompt_tokens, generated_tokens, variant, model) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
-            (
-                run.turn_id,
-                run.memory_type,
-                run.skipped,
-                json.dumps(run.queries),
-                run.direct,
-                run.retrieved,
-                run.candidates,
-                len(links),
-                run.calls,
-                run.prompt_tokens,
-                run.generated_tokens,
-                run.variant,
-                run.model,
-            ),
-        ).fetchone()
-        if fresh is None:
-            return False
-        changes.add_antecedents(conn, links, run.model)
+        return record_run(conn, run, links)
+
+
+def record_run(conn: db.Conn, run: AntecedentRun, links: Sequence[LinkWrite]) -> bool:
+    """Inside the caller's transaction: the turn's ``antecedent_runs`` record and its links
+    through the door. False (nothing written) when the turn has a run already: a turn is
+    processed once, by whichever construction (model or pair verifier) came first."""
+    fresh = conn.execute(
+        "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "
+        "accepted, calls, prompt_tokens, generated_tokens, variant, model) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
+        (
+            run.turn_id,
+            run.memory_type,
+            run.skipped,
+            json.dumps(run.queries),
+            run.direct,
+            run.retrieved,
+            run.candidates,
+            len(links),
+            run.calls,
+            run.prompt_tokens,
+            run.generated_tokens,
+            run.variant,
+            run.model,
+        ),
+    ).fetchone()
+    if fresh is None:
+        return False
+    changes.add_antecedents(conn, links, run.model)
     return True
 
 

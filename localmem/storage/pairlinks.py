@@ -10,10 +10,9 @@ over every turn that has no run yet.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from localmem.storage import changes, db
+from localmem.storage import db, edges
 from localmem.storage.changes import LinkWrite
 from localmem.storage.edges import AntecedentRun
 
@@ -38,24 +37,4 @@ def commit_pair_links(conn: db.Conn, run: AntecedentRun, links: Sequence[LinkWri
     with db.transaction(conn):
         if conn.execute("SELECT 1 FROM turns WHERE id = ?", (run.turn_id,)).fetchone() is None:
             return False
-        fresh = conn.execute(
-            "INSERT INTO antecedent_runs(turn_id, memory_type, skipped, queries, direct, retrieved, candidates, "
-            "accepted, calls, prompt_tokens, generated_tokens, variant, model) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, ?, ?) ON CONFLICT(turn_id) DO NOTHING RETURNING turn_id",
-            (
-                run.turn_id,
-                run.memory_type,
-                run.skipped,
-                json.dumps(run.queries),
-                run.direct,
-                run.retrieved,
-                run.candidates,
-                len(links),
-                run.variant,
-                run.model,
-            ),
-        ).fetchone()
-        if fresh is None:
-            return False
-        changes.add_antecedents(conn, links, run.model)
-    return True
+        return edges.record_run(conn, run, links)
