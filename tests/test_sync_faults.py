@@ -206,14 +206,27 @@ def test_kill_9_mid_write_and_mid_fold(tmp_path: Path) -> None:
         sync(bulk, root)
     reader = tmp_path / "c.db"
     killed_mid_fold = 0
-    for _ in range(4):
-        proc = _run("sync", reader, root)
+    for n in range(4):
+        # Even rounds pause the fold after segment k, so those kills land mid-fold for
+        # certain; odd rounds kill on the fly, wherever the signal finds the process.
+        k = rng.randint(1, 30)  # four rounds fold at most 120 of the 150+ segments
+        pause = ("--pause-at", str(k)) if n % 2 == 0 else ()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.sync_worker", "sync", str(reader), str(root), *pause],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).parent.parent,
+        )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.1, 0.8))
+        seen = ""
+        while not seen.startswith(("recorded " + str(k), "folded")):
+            seen = proc.stdout.readline()
+            assert seen, "the folding process ended without a word"
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
-        killed_mid_fold += "folded" not in out
-    assert killed_mid_fold, "no kill landed before the fold finished"
+        killed_mid_fold += "folded" not in seen + out
+    assert killed_mid_fold >= 2, "a paused fold was not killed mid-fold"
     a, c = open_device(writer), open_device(reader)
     sync(a, root)  # the writer's last pass after its kill exports what it had not
     sync(bulk, root)
