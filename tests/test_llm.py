@@ -126,3 +126,27 @@ def test_cli_enrich_and_stats(tmp_path: Path) -> None:
     assert e["enriched_turns"] == 3 and e["low_information_turns"] == 1 and e["jobs"]["pending"] == 0
     again = cli("worker", "--once", "--json")  # nothing left: returns at once
     assert again["turns"] == 0
+
+
+def test_weight_repacking_is_off_on_an_amx_cpu_unless_asked_for() -> None:
+    """llama-cpp-python 0.3.36's AMX kernel crashed the process (SIGSEGV) on the embedded
+    model on a Sapphire Rapids machine; the model still loads and answers there because the
+    load turns repacking off on such a CPU (this suite's llama.cpp tests run on whatever CPU
+    CI has; this checks the decision for both kinds)."""
+    avx512 = {"avx2", "avx512f", "avx512_vnni"}
+    assert llm.repacking_allowed(avx512, env={})
+    assert not llm.repacking_allowed(avx512 | {"amx_tile", "amx_int8"}, env={})
+    assert llm.repacking_allowed(avx512 | {"amx_tile"}, env={"LOCALMEM_LLM_REPACK": "1"})
+    assert not llm.repacking_allowed(avx512, env={"LOCALMEM_LLM_REPACK": "0"})
+
+
+def test_a_load_without_repacking_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALMEM_LLM_REPACK", "0")
+    gen = LlamaGenerator(llm.embedded_model_path(), n_ctx=512)
+    try:
+        out = gen.generate_json(
+            [{"role": "user", "content": "Say yes."}], {"type": "object"}, max_tokens=16, temperature=0.0
+        )
+        assert out.text.strip().startswith("{")
+    finally:
+        gen.close()
