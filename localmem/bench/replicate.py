@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from localmem.storage import benchreads, db, replica
+from localmem.storage import benchreads, db, replica, replica_live
 
 PROTOCOL = "2025-06-18"
 
@@ -162,7 +162,31 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else 0.0
 
 
-def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Path | None = None) -> dict[str, Any]:
+def run(
+    *,
+    rounds: int = 20,
+    seed: int = 0,
+    lag_bound: float = 5.0,
+    workdir: Path | None = None,
+    app_checkpoints: bool = False,
+) -> dict[str, Any]:
+    """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
+    replicates (what localmem did before ``replica_live``), to compare."""
+    saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
+    if app_checkpoints:
+        os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(replica_live.DEFAULT_AUTOCHECKPOINT)
+    try:
+        return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir) | {
+            "app_checkpoints": app_checkpoints
+        }
+    finally:
+        if app_checkpoints:
+            os.environ.pop("LOCALMEM_WAL_AUTOCHECKPOINT", None)
+            if saved is not None:
+                os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = saved
+
+
+def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="localmem-replicate-") as tmp:
         work = workdir or Path(tmp)
@@ -173,7 +197,7 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
         subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
         config = replica.write_config(dbfile, url, work / "litestream")
         log = (work / "litestream.log").open("ab")
-        litestream = replica.start_litestream(config, stdout=log, stderr=log)
+        litestream = replica.start_litestream(dbfile, config, stdout=log, stderr=log)
         acks = Acks()
         writers = [Writer("mcp", dbfile, work, acks), Writer("ingest", dbfile, work, acks)]
         for w in writers:
@@ -199,7 +223,7 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
                     killed.append("litestream")
                 rows.append(_check_round(r, kind, killed, t_kill, acks, url, work, lag_bound) | {"in_stride": stride})
                 if litestream.poll() is not None:
-                    litestream = replica.start_litestream(config, stdout=log, stderr=log)
+                    litestream = replica.start_litestream(dbfile, config, stdout=log, stderr=log)
         finally:
             for w in writers:
                 w.stop.set()
@@ -208,10 +232,12 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
         time.sleep(3.0)  # Litestream ships the last transactions
         final = work / "final.db"
         try:
-            final_turns: int | str = int(str(replica.restore(url, final)["turns"]))
+            last = replica.restore(url, final)
+            final_turns: int | str = int(str(last["turns"]))
+            final_back = last.get("fell_back")
             have = _texts(final)
         except Exception as exc:  # a damaged final restore is this bench's finding, not its crash
-            final_turns, have = f"restore failed: {exc}", set()
+            final_turns, have, final_back = f"restore failed: {exc}", set(), None
         litestream.send_signal(signal.SIGTERM)
         litestream.wait(timeout=30)
         log.close()
@@ -222,6 +248,7 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
             "kills": {k: sum(1 for row in rows if k in row["killed"]) for k in ("litestream", "mcp", "ingest")},
             "acknowledged_turns": len(acked),
             "restores_integrity_ok": sum(1 for row in rows if row["integrity"] == "ok"),
+            "restores_fell_back": sum(1 for row in rows if row.get("fell_back")),
             "lag_bound_s": lag_bound,
             "lag_p50_s": _pct(lags, 0.5),
             "lag_p99_s": _pct(lags, 0.99),
@@ -229,6 +256,7 @@ def run(*, rounds: int = 20, seed: int = 0, lag_bound: float = 5.0, workdir: Pat
             "missing_within_lag": sum(row["missing"] - row["lost_beyond_lag"] for row in rows),
             "lost_beyond_lag": sum(row["lost_beyond_lag"] for row in rows),
             "final_restore_turns": final_turns,
+            "final_fell_back": final_back["transactions_back"] if isinstance(final_back, dict) else 0,
             "final_lost": sum(1 for t in acked if t not in have),
             "restore_s_p50": round(statistics.median(row["restore_s"] for row in rows), 3) if rows else 0.0,
             "seconds": round(time.perf_counter() - started, 1),
@@ -241,8 +269,9 @@ def _check_round(
 ) -> dict[str, Any]:
     out = work / f"restore-{r}.db"
     t0 = time.perf_counter()
+    back: Any = None
     try:
-        replica.restore(url, out, force=True)
+        back = replica.restore(url, out, force=True).get("fell_back")
         integrity = "ok"  # restore checks integrity_check before renaming into place
         have = _texts(out)
     except Exception as exc:  # a failed restore is a result of this bench, not a crash of it
@@ -261,15 +290,18 @@ def _check_round(
         "lag_s": round(max(ages, default=0.0), 3),
         "lost_beyond_lag": sum(1 for a in ages if a > lag_bound),
         "restore_s": round(restore_s, 3),
+        # the newest replicated state was damaged; restored this many transactions earlier
+        "fell_back": int(back["transactions_back"]) if isinstance(back, dict) else 0,
     }
 
 
 def print_report(result: dict[str, Any]) -> None:
-    print("round  kind        killed                 acked  missing  lag_s  beyond  integrity")
+    print("round  kind        killed                 acked  missing  lag_s  beyond  fell_back  integrity")
     for row in result["per_round"]:
         print(
             f"{row['round']:>5}  {row['kind']:<10}  {','.join(row['killed']) or '-':<21}  {row['acknowledged']:>5}  "
-            f"{row['missing']:>7}  {row['lag_s']:>5}  {row['lost_beyond_lag']:>6}  {row['integrity']}"
+            f"{row['missing']:>7}  {row['lag_s']:>5}  {row['lost_beyond_lag']:>6}  {row.get('fell_back', 0):>9}  "
+            f"{row['integrity']}"
         )
     for key, value in result.items():
         if key != "per_round":

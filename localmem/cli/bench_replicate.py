@@ -33,6 +33,12 @@ def add_replicate_parsers(bsub: Any) -> None:
     c.add_argument("--seed", type=int, default=0, help="random seed for the kill times (default 0)")
     c.add_argument("--lag-bound", type=float, default=5.0, help="seconds of replication lag allowed (default 5)")
     c.add_argument("--workdir", type=Path, help="keep the store, replica and logs here (default: a temp dir)")
+    c.add_argument(
+        "--app-checkpoints",
+        action="store_true",
+        help="keep SQLite's auto-checkpoint on in the writers while Litestream replicates (localmem turns it "
+        "off; this shows why)",
+    )
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_replicate)
 
@@ -52,7 +58,13 @@ def add_replicate_parsers(bsub: Any) -> None:
 def _run_replicate(args: argparse.Namespace, settings: Settings) -> int:
     if args.rounds < 1 or args.lag_bound <= 0:
         raise InputError("--rounds must be at least 1 and --lag-bound positive")
-    result = replicate.run(rounds=args.rounds, seed=args.seed, lag_bound=args.lag_bound, workdir=args.workdir)
+    result = replicate.run(
+        rounds=args.rounds,
+        seed=args.seed,
+        lag_bound=args.lag_bound,
+        workdir=args.workdir,
+        app_checkpoints=args.app_checkpoints,
+    )
     replicate.print_report(result)
     if args.json:
         print(json.dumps(result))

@@ -46,12 +46,19 @@ def add_restore(sub: Subparsers) -> None:
         help="rebuild a store from a replica (Litestream or encrypted snapshots), optionally as of a time",
         description="Restore the replica at --from into PATH (which must not exist, unless --force), as of the "
         "newest replicated transaction or of --timestamp (ISO 8601, UTC unless it says otherwise); the result is "
-        "checked with integrity_check before it is put in place. Also reads age-encrypted backups (.age files "
+        "checked with integrity_check before it is put in place; if the newest state fails it (a known Litestream "
+        "0.5 defect), the newest earlier transaction that passes is restored instead and you are told how far "
+        "back that is (--no-fallback refuses instead). Also reads age-encrypted backups (.age files "
         "written by `localmem backup --encrypt-to`) when given one as --from.",
     )
     c.add_argument("--from", dest="source", required=True, metavar="URL", help="file:///…, sftp://…, s3://…")
     c.add_argument("--timestamp", metavar="T", help="point in time to restore (default: the newest)")
     c.add_argument("--force", action="store_true", help="replace PATH if it exists")
+    c.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="refuse a damaged restore instead of restoring the newest clean earlier transaction",
+    )
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("path", type=Path, help="the store file to write")
     c.set_defaults(func=cmd_restore)
@@ -82,7 +89,18 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    out = replica.restore(args.source, args.path, timestamp=args.timestamp, force=args.force)
+    out = replica.restore(
+        args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
+    )
+    back = out.get("fell_back")
+    if isinstance(back, dict):
+        print(
+            f"warning: the newest replicated state (TXID {back['damaged_txid']}) failed its integrity check "
+            f"({back['damage']}); restored the newest clean earlier one instead: TXID {back['txid']} of "
+            f"{back['at']}, {back['transactions_back']} transaction(s) back. The damaged file is kept at "
+            f"{back['kept_at']}.",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(out)
     else:

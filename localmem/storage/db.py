@@ -34,7 +34,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage import faults, keys
+from localmem.storage import faults, keys, replica_live
 from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 log = logging.getLogger("localmem.db")
@@ -49,6 +49,8 @@ class Conn(apsw.Connection):
     statements return rows typed as ``Row``."""
 
     readonly_reason: str | None = None  # why it was opened read-only (``connect``), for the error a write gets
+    autocheckpoint: int | None = None  # pages, as last set by ``_leave_checkpoints_to_litestream``
+    path: str = ""  # the store's file, when it is one (``connect``)
 
     def one(self, statements: str, bindings: apsw.Bindings | None = None) -> Row:
         """The first row of a query that always returns one (an aggregate, ``INSERT ...
@@ -186,6 +188,7 @@ def _open(target: str, *, readonly: bool, path: str, reason: str | None = None) 
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            _leave_checkpoints_to_litestream(conn, path)
         conn.execute("PRAGMA user_version")  # reads the file: a file SQLite cannot read fails here, not later
         if conn.readonly("main"):  # asked to, or SQLite fell back to it (a write-protected file)
             conn.readonly_reason = reason or faults.why_read_only(conn.filename or target) or "opened read-only"
@@ -311,6 +314,8 @@ def _begin(conn: apsw.Connection) -> None:
     BUSY_SNAPSHOT, and a retry would meet it forever. Closing this connection's open
     cursors resets those statements, which ends the read; the caller that held one
     reads on a stale view anyway, and a further step on it is an error, not wrong rows."""
+    if isinstance(conn, Conn) and conn.path:
+        _leave_checkpoints_to_litestream(conn, conn.path)
     try:
         conn.execute("BEGIN IMMEDIATE")
         return
@@ -321,6 +326,17 @@ def _begin(conn: apsw.Connection) -> None:
     stale = _close_cursors(conn)
     log.warning("a stale read on %s held the write; closed %d open statement(s): %s", conn.filename, len(stale), stale)
     conn.execute("BEGIN IMMEDIATE")  # a plain busy error now is another writer: retry_locked waits for it
+
+
+def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
+    """No auto-checkpoint while Litestream replicates this store (``replica_live``)."""
+    if path == ":memory:":
+        return
+    conn.path = path
+    pages = replica_live.autocheckpoint_pages(path)
+    if pages != conn.autocheckpoint:
+        conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
+        conn.autocheckpoint = pages
 
 
 def _close_cursors(conn: apsw.Connection) -> list[str]:

