@@ -206,3 +206,65 @@ def test_a_restore_that_fails_its_integrity_check_is_kept_aside_not_installed(tm
     conn = apsw.Connection(str(aside))
     assert conn.execute("PRAGMA integrity_check").fetchall() != [("ok",)]  # the damaged restore, kept
     conn.close()
+
+
+@needs_litestream
+def test_a_damaged_newest_state_is_restored_as_the_newest_clean_one(tmp_path: Path) -> None:
+    """Litestream ships what the file holds: here a real committed transaction that damages
+    two indexes (as Litestream 0.5.17's own defect does to a replica). ``restore`` must not
+    install it: it bisects to the newest earlier transaction that passes integrity_check,
+    says so, and keeps the damaged file aside; ``--no-fallback`` refuses instead."""
+    db, rep = tmp_path / "live.db", tmp_path / "rep"
+    url = f"file://{rep}"
+    conn = apsw.Connection(str(db))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE turns(id INTEGER PRIMARY KEY, text TEXT)")
+    conn.execute("CREATE TABLE a(x); CREATE INDEX ia ON a(x); CREATE TABLE b(x); CREATE INDEX ib ON b(x)")
+    conn.execute("INSERT INTO a VALUES (1), (2), (3); INSERT INTO b VALUES (9)")
+    config = replica.write_config(db, url, tmp_path / "cfg")
+    proc = replica.start_litestream(db, config, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def shipped(n: int) -> int:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            points = replica._transactions(url, None)
+            if len(points) >= n:
+                return len(points)
+            time.sleep(0.3)
+        raise AssertionError(f"Litestream never shipped {n} transactions")
+
+    try:
+        seen = shipped(1)
+        for i in range(3):
+            conn.execute("INSERT INTO turns(text) VALUES (?)", (f"clean turn {i}",))
+            seen = shipped(seen + 1)
+        ra = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'ia'").fetchall()[0][0]
+        rb = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'ib'").fetchall()[0][0]
+        conn.execute("PRAGMA writable_schema = ON")
+        with conn:
+            conn.execute("UPDATE sqlite_schema SET rootpage = ? WHERE name = 'ia'", (rb,))
+            conn.execute("UPDATE sqlite_schema SET rootpage = ? WHERE name = 'ib'", (ra,))
+            conn.execute("INSERT INTO turns(text) VALUES ('written with the damage')")
+        shipped(seen + 1)
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        conn.close()
+    with pytest.raises(LocalmemError, match="failed its integrity check"):
+        replica.restore(url, tmp_path / "refused.db", fallback=False)
+    assert not (tmp_path / "refused.db").exists()
+    out = tmp_path / "out.db"
+    result = replica.restore(url, out)
+    back = result["fell_back"]
+    assert isinstance(back, dict) and int(str(back["txid"]), 16) < int(str(back["damaged_txid"]), 16)
+    assert result["turns"] == 3 and Path(str(back["kept_at"])).exists()
+    check = apsw.Connection(str(out))
+    assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    texts = {r[0] for r in check.execute("SELECT text FROM turns")}
+    check.close()
+    assert texts == {"clean turn 0", "clean turn 1", "clean turn 2"}
+    cli = subprocess.run(
+        driver("restore", "--from", url, str(tmp_path / "cli.db")), env=env(), capture_output=True, text=True
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert "failed its integrity check" in cli.stderr and "newest clean earlier one" in cli.stderr
