@@ -169,15 +169,19 @@ def run(
     lag_bound: float = 5.0,
     workdir: Path | None = None,
     app_checkpoints: bool = False,
+    snapshots: bool = False,
 ) -> dict[str, Any]:
     """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
-    replicates (what localmem did before ``replica_live``), to compare."""
+    replicates (what localmem did before ``replica_live``), to compare. ``snapshots``: the
+    replicator is ``localmem replicate --snapshots --interval 1`` instead of Litestream (the
+    rounds kill it in Litestream's place)."""
     saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
     if app_checkpoints:
         os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(replica_live.DEFAULT_AUTOCHECKPOINT)
     try:
-        return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir) | {
-            "app_checkpoints": app_checkpoints
+        return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir, snapshots=snapshots) | {
+            "app_checkpoints": app_checkpoints,
+            "replicator": "snapshots" if snapshots else "litestream",
         }
     finally:
         if app_checkpoints:
@@ -186,7 +190,7 @@ def run(
                 os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = saved
 
 
-def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None) -> dict[str, Any]:
+def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snapshots: bool) -> dict[str, Any]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="localmem-replicate-") as tmp:
         work = workdir or Path(tmp)
@@ -197,7 +201,16 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None) -> d
         subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
         config = replica.write_config(dbfile, url, work / "litestream")
         log = (work / "litestream.log").open("ab")
-        litestream = replica.start_litestream(dbfile, config, stdout=log, stderr=log)
+        name = "snapshots" if snapshots else "litestream"
+
+        def start() -> subprocess.Popen[bytes]:
+            if not snapshots:
+                return replica.start_litestream(dbfile, config, stdout=log, stderr=log)
+            cmd = [sys.executable, "-m", "localmem", "--db", str(dbfile), "replicate", "--snapshots"]
+            cmd += ["--to", url, "--interval", "1", "--keep", "5"]
+            return subprocess.Popen(cmd, env=_env(), stdout=log, stderr=log)
+
+        litestream = start()
         acks = Acks()
         writers = [Writer("mcp", dbfile, work, acks), Writer("ingest", dbfile, work, acks)]
         for w in writers:
@@ -209,21 +222,21 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None) -> d
             while time.monotonic() < deadline and not (acks.count("mcp ") and acks.count("ingest ")):
                 time.sleep(0.5)  # both writers in their stride (a server loads the embedder first)
             for r in range(rounds):
-                kind = ("litestream", "writer", "both")[r % 3]
-                w = writers[(r // 3) % 2] if kind != "litestream" else writers[0]
+                kind = (name, "writer", "both")[r % 3]
+                w = writers[(r // 3) % 2] if kind != name else writers[0]
                 stride = w.in_stride()
                 time.sleep(rng.uniform(0.5, 3.0))
                 t_kill = time.time()
                 killed = []
                 if kind in ("writer", "both") and w.kill():
                     killed.append(w.kind)
-                if kind in ("litestream", "both"):
+                if kind in (name, "both"):
                     os.kill(litestream.pid, signal.SIGKILL)
                     litestream.wait()
-                    killed.append("litestream")
+                    killed.append(name)
                 rows.append(_check_round(r, kind, killed, t_kill, acks, url, work, lag_bound) | {"in_stride": stride})
                 if litestream.poll() is not None:
-                    litestream = replica.start_litestream(dbfile, config, stdout=log, stderr=log)
+                    litestream = start()
         finally:
             for w in writers:
                 w.stop.set()
@@ -245,7 +258,7 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None) -> d
         lags = [row["lag_s"] for row in rows]
         return {
             "rounds": rounds,
-            "kills": {k: sum(1 for row in rows if k in row["killed"]) for k in ("litestream", "mcp", "ingest")},
+            "kills": {k: sum(1 for row in rows if k in row["killed"]) for k in (name, "mcp", "ingest")},
             "acknowledged_turns": len(acked),
             "restores_integrity_ok": sum(1 for row in rows if row["integrity"] == "ok"),
             "restores_fell_back": sum(1 for row in rows if row.get("fell_back")),

@@ -39,6 +39,12 @@ def add_replicate_parsers(bsub: Any) -> None:
         help="keep SQLite's auto-checkpoint on in the writers while Litestream replicates (localmem turns it "
         "off; this shows why)",
     )
+    c.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="replicate with `localmem replicate --snapshots --interval 1` (online-backup snapshots) instead of "
+        "Litestream, to compare",
+    )
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_replicate)
 
@@ -64,6 +70,7 @@ def _run_replicate(args: argparse.Namespace, settings: Settings) -> int:
         lag_bound=args.lag_bound,
         workdir=args.workdir,
         app_checkpoints=args.app_checkpoints,
+        snapshots=args.snapshots,
     )
     replicate.print_report(result)
     if args.json:

@@ -30,8 +30,14 @@ def add_replicate(sub: Subparsers) -> None:
     )
     c.add_argument("--to", metavar="URL", help="the replica URL (default: the `replica` setting, $LOCALMEM_REPLICA)")
     c.add_argument("--once", action="store_true", help="replicate once and exit")
-    c.add_argument("--interval", type=float, default=60.0, help="encrypted store: seconds between snapshots (60)")
-    c.add_argument("--keep", type=int, default=48, help="encrypted store: snapshots kept (default 48)")
+    c.add_argument(
+        "--snapshots",
+        action="store_true",
+        help="a plaintext store too: snapshots (SQLite's online backup) into a file:// folder instead of "
+        "Litestream; nothing depends on Litestream's open replica defect, the lag is --interval",
+    )
+    c.add_argument("--interval", type=float, default=60.0, help="snapshots: seconds between them (default 60)")
+    c.add_argument("--keep", type=int, default=48, help="snapshots: how many are kept (default 48)")
     c.add_argument(
         "--config-dir",
         type=Path,
@@ -74,11 +80,12 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("no database yet; nothing to replicate", path=str(db))
     if args.interval <= 0 or args.keep < 1:
         raise InputError("--interval must be positive and --keep at least 1")
-    if keys.is_encrypted(db):
-        print(
-            "localmem: the store is encrypted and Litestream cannot read it: taking encrypted snapshots instead",
-            file=sys.stderr,
-        )
+    if keys.is_encrypted(db) or args.snapshots:
+        if not args.snapshots:
+            print(
+                "localmem: the store is encrypted and Litestream cannot read it: taking encrypted snapshots instead",
+                file=sys.stderr,
+            )
         with interrupts():
             return replica.snapshot_loop(
                 db, url, interval=args.interval, keep=args.keep, once=args.once, say=lambda m: print(m, flush=True)

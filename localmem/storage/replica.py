@@ -169,10 +169,8 @@ def snapshots(folder: Path) -> list[Snapshot]:
 
 
 def take_snapshot(db: Path, folder: Path, *, keep: int) -> Path:
-    """One encrypted snapshot of ``db`` into ``folder`` (checked, then renamed into place);
-    the oldest beyond ``keep`` are removed."""
-    if not keys.is_encrypted(db):
-        raise LocalmemError(f"{db} is not encrypted: snapshots are for encrypted stores (Litestream replicates it)")
+    """One snapshot of ``db`` into ``folder`` (checked, then renamed into place; encrypted
+    with the store's key when the store is); the oldest beyond ``keep`` are removed."""
     folder.mkdir(parents=True, exist_ok=True)
     dest = folder / snapshot_name(datetime.now(UTC))
     backup.backup(db, dest)
@@ -189,10 +187,8 @@ def _files_state(db: Path) -> tuple[tuple[int, int], ...]:
 def snapshot_loop(db: Path, url: str, *, interval: float, keep: int, once: bool, say: Callable[[str], None]) -> int:
     """Snapshots every ``interval`` seconds in which the store's files changed, until interrupted."""
     if urlparse(url).scheme != "file":
-        raise ConfigError(
-            f"an encrypted store is replicated as encrypted snapshots into a file:// folder, not {url!r}: "
-            "Litestream cannot read an SQLite3MC store (docs/security.md)"
-        )
+        why = "Litestream cannot read an SQLite3MC store" if keys.is_encrypted(db) else "snapshots are local copies"
+        raise ConfigError(f"snapshots go into a file:// folder, not {url!r}: {why} (docs/security.md)")
     folder = file_dir(url)
     last: tuple[tuple[int, int], ...] | None = None
     try:
