@@ -165,17 +165,26 @@ def test_an_encrypted_store_gets_encrypted_snapshots(tmp_path: Path) -> None:
     assert s3.returncode == 2 and b"Litestream cannot read" in s3.stderr
 
 
-# With the writers' own auto-checkpoint on beside Litestream 0.5.17, restores came back
-# damaged ("wrong # of entries in index ..."): once in four runs of this test, in half the
-# rounds of `bench replicate --rounds 30 --app-checkpoints`. localmem now leaves checkpoints
-# to a live Litestream (storage/replica_live.py), and then none is damaged.
+# Litestream 0.5.17 sometimes ships a newest state that restores damaged (its issues #1164,
+# #1309; `bench replicate --rounds 30` reproduces it in most runs). localmem's guarantee is
+# that no restore is ever installed damaged, and that turns are lost only with a reported
+# fallback (restore says how many transactions back it went), never silently.
 @needs_litestream
-def test_kill_rounds_lose_nothing_beyond_the_lag(tmp_path: Path) -> None:
+def test_kill_rounds_never_install_damage_nor_lose_silently(tmp_path: Path) -> None:
     result = bench.run(rounds=6, seed=1, workdir=tmp_path / "bench")
     assert result["acknowledged_turns"] > 0 and not result["app_checkpoints"]
     assert result["kills"]["litestream"] == 4 and result["kills"]["mcp"] + result["kills"]["ingest"] >= 2
     assert result["restores_integrity_ok"] == 6
-    assert result["lost_beyond_lag"] == 0 and result["final_lost"] == 0
+    for row in result["per_round"]:
+        assert row["fell_back"] or row["lost_beyond_lag"] == 0, row
+    assert result["final_fell_back"] or result["final_lost"] == 0
+
+
+def test_kill_rounds_with_snapshots_lose_nothing_beyond_the_lag(tmp_path: Path) -> None:
+    result = bench.run(rounds=6, seed=1, workdir=tmp_path / "bench", snapshots=True)
+    assert result["replicator"] == "snapshots" and result["kills"]["snapshots"] == 4
+    assert result["acknowledged_turns"] > 0 and result["restores_integrity_ok"] == 6
+    assert result["lost_beyond_lag"] == 0 and result["final_lost"] == 0 and result["restores_fell_back"] == 0
 
 
 def damaged_store(path: Path) -> None:
