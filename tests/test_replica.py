@@ -20,7 +20,7 @@ import pytest
 from localmem.bench import replicate as bench
 from localmem.errors import ConfigError, LocalmemError
 from localmem.records import TurnIn
-from localmem.storage import keys, replica
+from localmem.storage import keys, replica, replica_restore
 from localmem.storage.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import ROOT, driver
@@ -52,7 +52,7 @@ def texts(path: Path) -> set[str]:
 
 
 def restored(url: str, out: Path, timestamp: str | None = None) -> set[str]:
-    replica.restore(url, out, timestamp=timestamp, force=True)
+    replica_restore.restore(url, out, timestamp=timestamp, force=True)
     return texts(out)
 
 
@@ -209,7 +209,7 @@ def test_a_restore_that_fails_its_integrity_check_is_kept_aside_not_installed(tm
     with pytest.raises(
         LocalmemError, match=r"failed its integrity check \(.*wrong # of entries in index.*not installed"
     ):
-        replica.restore(f"file://{rep}", out, force=True)
+        replica_restore.restore(f"file://{rep}", out, force=True)
     assert out.read_bytes() == b"the store that was here"  # untouched
     aside = tmp_path / ".out.db.restore-damaged"
     conn = apsw.Connection(str(aside))
@@ -236,7 +236,7 @@ def test_a_damaged_newest_state_is_restored_as_the_newest_clean_one(tmp_path: Pa
     def shipped(n: int) -> int:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            points = replica._transactions(url, None)
+            points = replica_restore._transactions(url, None)
             if len(points) >= n:
                 return len(points)
             time.sleep(0.3)
@@ -260,10 +260,10 @@ def test_a_damaged_newest_state_is_restored_as_the_newest_clean_one(tmp_path: Pa
         proc.wait(timeout=30)
         conn.close()
     with pytest.raises(LocalmemError, match="failed its integrity check"):
-        replica.restore(url, tmp_path / "refused.db", fallback=False)
+        replica_restore.restore(url, tmp_path / "refused.db", fallback=False)
     assert not (tmp_path / "refused.db").exists()
     out = tmp_path / "out.db"
-    result = replica.restore(url, out)
+    result = replica_restore.restore(url, out)
     back = result["fell_back"]
     assert isinstance(back, dict) and int(str(back["txid"]), 16) < int(str(back["damaged_txid"]), 16)
     assert result["turns"] == 3 and Path(str(back["kept_at"])).exists()

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,9 @@ def test_writers_leave_checkpoints_to_a_live_litestream(tmp_path: Path, monkeypa
         config = replica.write_config(db, f"file://{tmp_path / 'rep'}", tmp_path / "cfg")
         proc = replica.start_litestream(db, config, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
+            deadline = time.monotonic() + 30
+            while not replica_live.live(db) and time.monotonic() < deadline:
+                time.sleep(0.05)  # until the child has exec'd Litestream (before, its cmdline is Python's)
             assert replica_live.live(db)
             # a connection opened before Litestream started sees it at its next write
             assert autocheckpoint_after_a_write(store, "while Litestream replicates") == 0

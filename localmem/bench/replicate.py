@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from localmem.storage import benchreads, db, replica, replica_live
+from localmem.storage import benchreads, db, replica, replica_live, replica_restore
 
 PROTOCOL = "2025-06-18"
 
@@ -245,7 +245,7 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snap
         time.sleep(3.0)  # Litestream ships the last transactions
         final = work / "final.db"
         try:
-            last = replica.restore(url, final)
+            last = replica_restore.restore(url, final)
             final_turns: int | str = int(str(last["turns"]))
             final_back = last.get("fell_back")
             have = _texts(final)
@@ -284,7 +284,7 @@ def _check_round(
     t0 = time.perf_counter()
     back: Any = None
     try:
-        back = replica.restore(url, out, force=True).get("fell_back")
+        back = replica_restore.restore(url, out, force=True).get("fell_back")
         integrity = "ok"  # restore checks integrity_check before renaming into place
         have = _texts(out)
     except Exception as exc:  # a failed restore is a result of this bench, not a crash of it

@@ -15,7 +15,7 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.storage import keys, replica
+from localmem.storage import keys, replica, replica_restore
 
 
 def add_replicate(sub: Subparsers) -> None:
@@ -96,7 +96,7 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    out = replica.restore(
+    out = replica_restore.restore(
         args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
     )
     back = out.get("fell_back")
