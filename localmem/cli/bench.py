@@ -11,7 +11,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import cable_fit, cable_probe, extraction, fit, latency, lme_losses, lme_merged, locomo, longmemeval
+from localmem.bench import (
+    cable_fit,
+    cable_probe,
+    extraction,
+    fit,
+    latency,
+    lme_losses,
+    lme_merged,
+    locomo,
+    longmemeval,
+    shortlist,
+)
 from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS
 from localmem.cli import cable_flags
@@ -158,11 +169,35 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
+    c = bsub.add_parser(
+        "shortlist",
+        help="recall of the exact top-k kept by the dense lists' Hamming shortlist, on a real store",
+        description="Each question of a LongMemEval JSON asked of the store's turn and statement-cue vectors "
+        "through the read path's shortlist and by brute force; recall@k of the exact top-k, per list.",
+    )
+    c.add_argument("--store", type=Path, required=True, help="the store to read (e.g. DIR/lme-merged.db)")
+    c.add_argument("--data", type=Path, required=True, help="the LongMemEval JSON whose questions are the queries")
+    c.add_argument("--k", default="10,30", help="comma-separated k (default 10,30; the pool takes 30 per list)")
+    c.add_argument("--limit", type=int, help="only the first N questions")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run_shortlist)
     add_reliability_parsers(bsub)
     add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)
+
+
+def _run_shortlist(args: argparse.Namespace, settings: Settings) -> int:
+    for path in (args.store, args.data):
+        if not path.is_file():
+            raise InputError("no such file", path=str(path))
+    ks = tuple(_ints(args.k, "--k"))
+    result = shortlist.run(args.store, args.data, default_embedder(settings.embedder), ks=ks, limit=args.limit)
+    shortlist.print_report(result)
+    if args.json:
+        print(json.dumps(result))
+    return 0
 
 
 def _ints(text: str, what: str) -> list[int]:
