@@ -132,27 +132,32 @@ def _fall_back(url: str, tmp: Path, when: datetime | None, damaged: _Damaged) ->
     newest = points[-1][0] if points else None
     candidates = [p for p in points if newest is None or p[0] < newest]
     lo, hi, best = 0, len(candidates) - 1, None
-    probe = tmp.with_name(tmp.name + "-probe")
+    probe, clean = tmp.with_name(tmp.name + "-probe"), tmp.with_name(tmp.name + "-clean")
+    probes = (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm"))
     tries = 0
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        tries += 1
-        for p in (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm")):
+    try:
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            tries += 1
+            for p in probes:
+                p.unlink(missing_ok=True)
+            try:
+                _litestream_restore(url, probe, txid=candidates[mid][0])
+                turns = _check(probe)
+            except (_Damaged, NotFound, apsw.Error):
+                hi = mid - 1
+                continue
+            best = (mid, turns)
+            os.replace(probe, clean)
+            lo = mid + 1
+    except BaseException:
+        clean.unlink(missing_ok=True)
+        raise
+    finally:
+        for p in probes:
             p.unlink(missing_ok=True)
-        try:
-            _litestream_restore(url, probe, txid=candidates[mid][0])
-            turns = _check(probe)
-        except (_Damaged, NotFound):
-            hi = mid - 1
-            continue
-        best = (mid, turns)
-        os.replace(probe, tmp.with_name(tmp.name + "-clean"))
-        lo = mid + 1
-    for p in (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm")):
-        p.unlink(missing_ok=True)
     if best is None:
         raise damaged
-    clean = tmp.with_name(tmp.name + "-clean")
     aside = tmp.with_name(tmp.name.replace(".restore-partial", ".restore-damaged"))
     os.replace(tmp, aside)
     os.replace(clean, tmp)
