@@ -16,6 +16,7 @@ from localmem.records import TurnIn
 from localmem.storage import replica, replica_live
 from localmem.storage.store import Store
 from tests.conftest import HashEmbedder
+from tests.test_ingest_runner import driver
 from tests.test_replica import env, needs_litestream
 
 PRAGMA_IN_ANOTHER_PROCESS = """
@@ -65,6 +66,8 @@ def test_writers_leave_checkpoints_to_a_live_litestream(tmp_path: Path, monkeypa
             # a connection opened before Litestream started sees it at its next write
             assert autocheckpoint_after_a_write(store, "while Litestream replicates") == 0
             assert in_another_process(db) == 0
+            doctor = subprocess.run(driver("--db", str(db), "doctor"), env=env(), capture_output=True, text=True)
+            assert "Litestream replicates it now" in doctor.stdout + doctor.stderr
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()

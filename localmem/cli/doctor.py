@@ -32,7 +32,7 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
-from localmem.storage import views
+from localmem.storage import replica_live, views
 from localmem.storage.keys import cipher_name, is_encrypted
 from mcp_server import clientconfig
 
@@ -96,6 +96,11 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
                 "; extracted cues"
                 if s["cues"]["triple"] or s["cues"]["keyword"]
                 else "; no extracted cues yet (no model run)"
+            )
+            + (
+                "; Litestream replicates it now (its writers leave checkpoints to Litestream)"
+                if replica_live.live(settings.db)
+                else ""
             )
         )
 
