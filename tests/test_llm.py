@@ -18,7 +18,7 @@ import pytest
 from localmem.enrichment.extract import TurnInput, extract, messages, parse, schema
 from localmem.enrichment.grounding import ground
 from localmem.errors import ModelError
-from localmem.models import llm
+from localmem.models import llama_load, llm
 from localmem.models.llm import Generation, LlamaGenerator
 
 pytest.importorskip("llama_cpp")
@@ -134,10 +134,10 @@ def test_weight_repacking_is_off_on_an_amx_cpu_unless_asked_for() -> None:
     load turns repacking off on such a CPU (this suite's llama.cpp tests run on whatever CPU
     CI has; this checks the decision for both kinds)."""
     avx512 = {"avx2", "avx512f", "avx512_vnni"}
-    assert llm.repacking_allowed(avx512, env={})
-    assert not llm.repacking_allowed(avx512 | {"amx_tile", "amx_int8"}, env={})
-    assert llm.repacking_allowed(avx512 | {"amx_tile"}, env={"LOCALMEM_LLM_REPACK": "1"})
-    assert not llm.repacking_allowed(avx512, env={"LOCALMEM_LLM_REPACK": "0"})
+    assert llama_load.repacking_allowed(avx512, env={})
+    assert not llama_load.repacking_allowed(avx512 | {"amx_tile", "amx_int8"}, env={})
+    assert llama_load.repacking_allowed(avx512 | {"amx_tile"}, env={"LOCALMEM_LLM_REPACK": "1"})
+    assert not llama_load.repacking_allowed(avx512, env={"LOCALMEM_LLM_REPACK": "0"})
 
 
 def test_a_load_without_repacking_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

