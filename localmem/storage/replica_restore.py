@@ -41,11 +41,11 @@ def restore(
         raise InputError("its folder does not exist", path=str(out))
     when = _parse_time(timestamp) if timestamp else None
     tmp = out.with_name(f".{out.name}.restore-partial")
+    aside = out.with_name(f".{out.name}.restore-damaged")  # where a damaged restore is kept
     fell_back: dict[str, object] | None = None
     if source_file is not None:
         return _restore_file(source_file, out, tmp)
-    for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        p.unlink(missing_ok=True)
+    _remove(tmp)
     folder = file_dir(url) if urlparse(url).scheme == "file" else None
     found = snapshots(folder) if folder is not None and folder.is_dir() else []
     try:
@@ -63,24 +63,20 @@ def restore(
         except _Damaged as exc:
             if found or not fallback:
                 raise
-            turns, fell_back = _fall_back(url, tmp, when, exc)
-        for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
-            p.unlink(missing_ok=True)
+            turns, fell_back = _fall_back(url, tmp, aside, when, exc)
+        _remove(out, sidecars_only=True)
         os.replace(tmp, out)
     except _Damaged as exc:
         # Litestream 0.5.x can restore a file that fails integrity_check (its issues
         # #1164, #1309): never installed; kept aside for a look, the store left as it was.
-        aside = out.with_name(f".{out.name}.restore-damaged")
         os.replace(tmp, aside)
-        for p in (Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            p.unlink(missing_ok=True)
+        _remove(tmp, sidecars_only=True)
         raise LocalmemError(
             f"the store restored from {shown(url)} failed its integrity check ({exc}); it was not installed "
             f"and is kept at {aside}; restore an earlier point with --timestamp"
         ) from None
     except BaseException:
-        for p in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            p.unlink(missing_ok=True)
+        _remove(tmp)
         raise
     result: dict[str, object] = {
         "path": str(out),
@@ -120,7 +116,9 @@ def _transactions(url: str, when: datetime | None) -> list[tuple[int, str]]:
     return sorted(points.items())
 
 
-def _fall_back(url: str, tmp: Path, when: datetime | None, damaged: _Damaged) -> tuple[int, dict[str, object]]:
+def _fall_back(
+    url: str, tmp: Path, aside: Path, when: datetime | None, damaged: _Damaged
+) -> tuple[int, dict[str, object]]:
     """The newest transaction before the damaged one whose restore passes ``integrity_check``.
 
     Litestream 0.5.17 can ship a replica whose newest state restores damaged (its issues
@@ -133,14 +131,12 @@ def _fall_back(url: str, tmp: Path, when: datetime | None, damaged: _Damaged) ->
     candidates = [p for p in points if newest is None or p[0] < newest]
     lo, hi, best = 0, len(candidates) - 1, None
     probe, clean = tmp.with_name(tmp.name + "-probe"), tmp.with_name(tmp.name + "-clean")
-    probes = (probe, Path(f"{probe}-wal"), Path(f"{probe}-shm"))
     tries = 0
     try:
         while lo <= hi:
             mid = (lo + hi) // 2
             tries += 1
-            for p in probes:
-                p.unlink(missing_ok=True)
+            _remove(probe)
             try:
                 _litestream_restore(url, probe, txid=candidates[mid][0])
                 turns = _check(probe)
@@ -154,11 +150,9 @@ def _fall_back(url: str, tmp: Path, when: datetime | None, damaged: _Damaged) ->
         clean.unlink(missing_ok=True)
         raise
     finally:
-        for p in probes:
-            p.unlink(missing_ok=True)
+        _remove(probe)
     if best is None:
         raise damaged
-    aside = tmp.with_name(tmp.name.replace(".restore-partial", ".restore-damaged"))
     os.replace(tmp, aside)
     os.replace(clean, tmp)
     txid, at = candidates[best[0]]
@@ -187,8 +181,7 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
             dst.flush()
             os.fsync(dst.fileno())
         turns = _check(tmp)
-        for p in (Path(f"{out}-wal"), Path(f"{out}-shm")):
-            p.unlink(missing_ok=True)
+        _remove(out, sidecars_only=True)
         os.replace(tmp, out)
     except _Damaged as exc:
         tmp.unlink(missing_ok=True)  # the backup file itself is the copy kept
@@ -199,6 +192,12 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
     finally:
         os.close(fd)
     return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _remove(path: Path, *, sidecars_only: bool = False) -> None:
+    """``path`` and its SQLite ``-wal`` / ``-shm`` files, or only those."""
+    for p in (() if sidecars_only else (path,)) + (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        p.unlink(missing_ok=True)
 
 
 class _Damaged(LocalmemError):
