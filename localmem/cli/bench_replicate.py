@@ -37,7 +37,7 @@ def add_replicate_parsers(bsub: Any) -> None:
         "--app-checkpoints",
         action="store_true",
         help="keep SQLite's auto-checkpoint on in the writers while Litestream replicates (localmem turns it "
-        "off; this shows why)",
+        "off, as Litestream asks), to compare",
     )
     c.add_argument(
         "--snapshots",

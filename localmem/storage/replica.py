@@ -8,8 +8,8 @@ Litestream reads the WAL as SQLite writes it and ships each transaction within a
 second; ``replica_restore.restore`` rebuilds the store as of the newest replicated transaction, or as of
 ``--timestamp``. Litestream alone checkpoints while it runs: ``start_litestream`` announces
 it beside the store and every localmem writer turns its own auto-checkpoint off until that
-process is gone (``replica_live``; with it on, Litestream 0.5.17 damaged the replica under
-concurrent writers), localmem never checkpoints in TRUNCATE or RESTART mode at run time, and
+process is gone (``replica_live``: Litestream's rule; it did not change how often 0.5.17
+ships a damaged replica, which ``replica_restore`` contains), localmem never checkpoints in TRUNCATE or RESTART mode at run time, and
 every connection waits out Litestream's short write locks (busy timeout, 10 s by default;
 Litestream's tips ask for 5 s or more).
 
