@@ -42,6 +42,9 @@ class RetrievalParams:
     semantic_k: int = 3  # k: each cue's k nearest cues become semantic edges
     semantic_seeds: int = 0  # expand over semantic edges of this many best anchors
     candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
+    # Depth that grows with the store: past this many visible turns, m grows as
+    # sqrt(visible / candidates_ref_turns), at most 4 x candidates. 0: always m.
+    candidates_ref_turns: int = 0
     rrf_k: float = 60.0
     # Query terms found in more than this share of turns (or cues) are left out of the
     # lexical lists: little bm25 weight, most of the FTS5 time. 1.0 keeps every term.
@@ -158,6 +161,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "retrieval.semantic_k": (0, None),
     "retrieval.semantic_seeds": (0, None),
     "retrieval.candidates": (1, None),
+    "retrieval.candidates_ref_turns": (0, None),
     "retrieval.rrf_k": (0, None),
     "retrieval.common_term_share": (0, 1),
     "retrieval.lexical_max_rows": (0, None),

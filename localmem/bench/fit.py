@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from localmem.bench import lme_merged
 from localmem.bench import longmemeval as longmemeval_bench
 from localmem.bench.locomo import CATEGORIES, open_conversation_store
 from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_benchmark
@@ -53,6 +54,11 @@ class _Question:
     pool: Pool
     labels: np.ndarray
     weight: float = 1.0
+    dataset: str = ""  # the table it is reported in; "" = fold[0]
+
+    @property
+    def table(self) -> str:
+        return self.dataset or self.fold[0]
 
 
 def fit_logistic(
@@ -184,6 +190,36 @@ def _lme_questions(
     return stores, questions
 
 
+def _merged_questions(
+    data: Path, workdir: Path, embedder: Embedder, settings: Settings, first_store: int, log: Callable[[str], None]
+) -> tuple[list[Store], list[_Question]]:
+    """The same LongMemEval questions asked of ONE store of every haystack
+    (``bench longmemeval --merged``'s, built into ``workdir`` when missing). A question
+    keeps its per-haystack fold, so held-out weights never saw it in either shape."""
+    store, _record = lme_merged.open_merged_store(workdir, data, embedder, settings, log)
+    questions: list[_Question] = []
+    try:
+        for idx, item in enumerate(read_benchmark(data, "LongMemEval")):
+            evidence = longmemeval_bench.evidence_of(item)
+            if not evidence:
+                continue
+            flt = Filter(as_of=longmemeval_bench.question_as_of(item))
+            pool = candidate_pool(store, item["question"], flt)
+            if pool is None:
+                continue
+            rows = queries.turn_rows(store.conn, [int(t) for t in pool.turn_ids])
+            labels = np.array([1.0 if rows[int(t)].source_id in evidence else 0.0 for t in pool.turn_ids])
+            fold = ("longmemeval", idx % LME_FOLDS)
+            q = _Question(fold, first_store, item["question"], str(item["question_type"]), evidence, pool, labels)
+            q.dataset = "longmemeval-merged"
+            questions.append(q)
+        log(f"merged store: {len(questions)} pools")
+    except BaseException:
+        store.close()
+        raise
+    return [store], questions
+
+
 def evaluate(
     stores: Sequence[Store],
     questions: Sequence[_Question],
@@ -201,7 +237,7 @@ def evaluate(
             prob = w.probability(q.pool.feats)
             for b in budgets:
                 ctx = assemble(stores[q.store], q.text, q.pool, prob, b)
-                tallies.setdefault((q.fold[0], name, b), Tally()).add(q.category, found_fraction(ctx, q.evidence))
+                tallies.setdefault((q.table, name, b), Tally()).add(q.category, found_fraction(ctx, q.evidence))
     return tallies, full, folds
 
 
@@ -217,9 +253,11 @@ def run(
     lme_workdir: Path | None = None,
     lme_built_only: bool = False,
     free: Sequence[str] | None = None,
+    merged_workdir: Path | None = None,
 ) -> dict[str, Any]:
     """``free``: fit only these features on top of the shipped weights (see ``_fit``);
-    None refits every weight."""
+    None refits every weight. ``merged_workdir``: also the ``lme`` questions asked of
+    the merged store there. Every data set weighs as much as LoCoMo in the fit."""
     unknown = [f for f in free or () if f not in FEATURES]
     if unknown:
         raise InputError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
@@ -229,11 +267,16 @@ def run(
         if lme is not None:
             more, lq = _lme_questions(lme, lme_workdir or workdir, embedder, settings, lme_built_only, len(stores), log)
             stores += more
-            if lq:
-                scale = sum(1 for q in questions) / len(lq)
-                for q in lq:
-                    q.weight = scale
-            questions += lq
+            groups = [lq]
+            if merged_workdir is not None:
+                more, mq = _merged_questions(lme, merged_workdir, embedder, settings, len(stores), log)
+                stores += more
+                groups.append(mq)
+            n_locomo = len(questions)
+            for group in groups:
+                for q in group:
+                    q.weight = n_locomo / len(group)
+                questions += group
         tallies, full, folds = evaluate(stores, questions, budgets, mask)
     finally:
         for s in stores:
@@ -247,7 +290,7 @@ def run(
         by_ds.setdefault(ds, []).append(row)
     return {
         "benchmark": "fit",
-        "questions": {ds: sum(1 for q in questions if q.fold[0] == ds) for ds in by_ds},
+        "questions": {ds: sum(1 for q in questions if q.table == ds) for ds in by_ds},
         "features": list(FEATURES),
         "fitted_weights": {"coef": [round(c, 3) for c in full.coef], "intercept": round(full.intercept, 3)},
         "fold_weights": {

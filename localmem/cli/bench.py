@@ -151,6 +151,12 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--lme", type=Path, help="also fit on this LongMemEval JSON (six folds by index mod 6)")
     c.add_argument("--lme-workdir", type=Path, help="the LongMemEval question stores (default: --workdir)")
     c.add_argument("--built-only", action="store_true", help="only the LongMemEval questions whose store exists")
+    c.add_argument(
+        "--merged",
+        type=Path,
+        metavar="DIR",
+        help="also fit on --lme's questions asked of its merged store in DIR (bench longmemeval --merged --workdir)",
+    )
     c.add_argument("--free", help="fit only these comma-separated features on top of the shipped weights")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="fit")
@@ -255,10 +261,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError("no such file", path=str(args.data))
         if args.lme is not None and not args.lme.is_file():
             raise InputError("no such file", path=str(args.lme))
+        if args.merged is not None and args.lme is None:
+            raise InputError("--merged asks --lme's questions of the merged store: give --lme too")
         result = fit.run(
             args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
             args.lme, args.lme_workdir, args.built_only,
             [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
+            args.merged,
         )  # fmt: skip
         print(fit.table(result))
     else:

@@ -141,10 +141,15 @@ def features(
     f_sc = cent[inv] - float(cent.max()) if len(cent) else np.zeros(len(pool))
     f_age = relative_age(tm.ts[pool], as_of)
     f_win = in_window(tm.ts[pool], window(query, as_of))
+    hits: dict[int, int] = {}
+    for lst in sig.lists:
+        for p in set(lst):
+            hits[p] = hits.get(p, 0) + 1
+    f_nl = np.array([hits.get(int(p), 0) for p in pool], dtype=np.float64)
     return np.stack(
         [
             f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words),
-            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win,
+            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win, r4.at(pool), f_nl,
         ],
         axis=1,
     )  # fmt: skip

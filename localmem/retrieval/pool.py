@@ -167,7 +167,14 @@ def _candidate_pool(
     if len(tm.ids) == 0:
         return None
     visible = visible_mask(store, tm, flt)
-    sig = _signals(store, view, query, qvec, visible, store.params.candidates)
+    sig = _signals(
+        store,
+        view,
+        query,
+        qvec,
+        visible,
+        depth(store.params.candidates, store.params.candidates_ref_turns, int(visible.sum())),
+    )
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
         return None
@@ -182,6 +189,14 @@ def _candidate_pool(
     return Pool(
         tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
     )
+
+
+def depth(m: int, ref_turns: int, visible: int) -> int:
+    """Candidates per ranked list for a query that sees ``visible`` turns: ``m``, or past
+    ``ref_turns`` (when set) m * sqrt(visible / ref_turns), at most 4m."""
+    if ref_turns <= 0 or visible <= ref_turns:
+        return m
+    return min(4 * m, int(np.ceil(m * np.sqrt(visible / ref_turns))))
 
 
 def _at(mask: np.ndarray, pos: np.ndarray) -> np.ndarray:

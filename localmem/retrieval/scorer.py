@@ -22,6 +22,8 @@ reconstruct: turn bm25, turn cosine, cue cosine, cue bm25):
           turn) .. 1 at the oldest pool turn
   inwin   1 if t's time lies in the span the query names ("in March", "last Saturday",
           "in the past two months"; localmem/util/dates.window), or a week after it
+  rrf     t's own fused list score, normalised to the best (0 for a neighbour)
+  nlists  how many of the four lists hold t (0..4)
 
 The first nine weights are an L2-regularised logistic regression fitted on the LoCoMo
 dev conversations, one row per pool candidate, each row weighted 1 / (evidence turns of
@@ -42,7 +44,7 @@ import numpy as np
 
 FEATURES = (
     "bm_n", "de_rel", "cd_rel", "cb_n", "spk", "nb1", "nb2", "sess", "logw",
-    "asst", "asst_q", "user_q", "ssum", "scent", "age", "inwin",
+    "asst", "asst_q", "user_q", "ssum", "scent", "age", "inwin", "rrf", "nlists",
 )  # fmt: skip
 
 
@@ -54,7 +56,7 @@ class Weights:
     # docs/benchmarks.md); user_q, ssum, scent, age and inwin did not pay there and stay 0.
     coef: tuple[float, ...] = (
         2.348, 2.43, 2.914, 1.056, 1.55, 1.242, 0.658, 2.91, 0.852,
-        -5.06, 4.31, 0.0, 0.0, 0.0, 0.0, 0.0,
+        -5.06, 4.31, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
     )  # fmt: skip
     intercept: float = -11.561
 
