@@ -267,16 +267,16 @@ def run(
         if lme is not None:
             more, lq = _lme_questions(lme, lme_workdir or workdir, embedder, settings, lme_built_only, len(stores), log)
             stores += more
-            groups = [lq]
+            sets = [lq]
             if merged_workdir is not None:
                 more, mq = _merged_questions(lme, merged_workdir, embedder, settings, len(stores), log)
                 stores += more
-                groups.append(mq)
+                sets.append(mq)
             n_locomo = len(questions)
-            for group in groups:
-                for q in group:
-                    q.weight = n_locomo / len(group)
-                questions += group
+            for qs in sets:
+                for q in qs:
+                    q.weight = n_locomo / len(qs)
+                questions += qs
         tallies, full, folds = evaluate(stores, questions, budgets, mask)
     finally:
         for s in stores:
