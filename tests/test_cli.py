@@ -130,6 +130,29 @@ def test_bench_locomo_json(tmp_path: Path, methods: str) -> None:
     assert "multi-hop" in proc.stdout
 
 
+def test_bench_locomo_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -> None:
+    doc = locomo_doc()
+    doc[0]["qa"] = [
+        {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did Rex learn?", "answer": "sit", "evidence": ["D2:1; D1:1"], "category": 1},
+    ]
+    data = tmp_path / "lo.json"
+    data.write_text(json.dumps(doc), "utf-8")
+    args = ["bench", "locomo", "--losses", "--data", str(data), "--workdir", str(tmp_path / "w")]
+    proc = run(*args, "--budgets", "12,500", "--json")
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["evidence"] == {"single-hop": 1, "multi-hop": 2}
+    found = {(r["type"], r["budget"]): r["found"] for r in result["found"]}
+    assert found[("single-hop", 500)] == 1 and found[("multi-hop", 500)] == 2  # all three turns fit in 500
+    # 12 tokens hold no turn line at all: every evidence turn is lost, each with one fate.
+    assert found[("single-hop", 12)] == 0 and found[("multi-hop", 12)] == 0
+    at12 = [r for r in result["lost"] if r["budget"] == 12]
+    assert len(at12) == 3 and all(r["fate"] == "scored low" for r in at12)
+    assert "Where the evidence is lost, LoCoMo" in proc.stdout
+    bad = run(*args, "--mode", "explore", check=False)
+    assert bad.returncode == 3 and "--losses" in bad.stderr
+
+
 def test_embedder_flag_is_used_and_checked(tmp_path: Path) -> None:
     proc = run("--embedder", str(tmp_path / "missing.gguf"), "doctor", "--json", db=tmp_path / "m.db", check=False)
     checks = {c["name"]: c for c in json.loads(proc.stdout)}

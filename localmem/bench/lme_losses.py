@@ -1,5 +1,6 @@
 """``localmem bench longmemeval --merged --losses``: where each evidence turn that a
-merged-store context misses was lost, per question type and budget.
+merged-store context misses was lost, per question type and budget (``bench locomo
+--losses`` asks the same of each LoCoMo conversation: ``locomo_losses``).
 
 Every missed evidence turn gets exactly one fate, checked in this order:
 - ``date filter``: the turn is dated after the question's as-of time (invisible);
@@ -62,7 +63,7 @@ def question_losses(
             if tid is None:
                 rec["fate"] = "not in pool"
                 rec["note"] = "not stored"
-            elif (rows[tid].ts or "")[:19] > q["as_of"][:19]:
+            elif q["as_of"] is not None and (rows[tid].ts or "")[:19] > q["as_of"][:19]:
                 rec["fate"] = "date filter"
             elif got is not None:
                 rec["fate"] = "cut"
@@ -129,7 +130,7 @@ def _median(xs: list[float]) -> str:
     return f"{statistics.median(xs):.0f}" if xs else "-"
 
 
-def table(result: dict[str, Any]) -> str:
+def table(result: dict[str, Any], title: str | None = None) -> str:
     """Missed evidence turns per type and budget by fate; for 'not in pool' the median best
     rank and the list that ranked it best most often, for 'scored low' the median rank by
     P(evidence) and the features that most often sit at 0 on the missed turns."""
@@ -138,7 +139,8 @@ def table(result: dict[str, Any]) -> str:
     head = ["type", "budget", "evidence", "found", *FATES, "not-in-pool: median best rank (list)",
             "scored-low: median P-rank / pool, zero features"]  # fmt: skip
     lines = [
-        f"Where the evidence is lost, all haystacks in one store ({result['store']['turns']} turns); "
+        title
+        or f"Where the evidence is lost, all haystacks in one store ({result['store']['turns']} turns); "
         f"lists searched {result['depth']} deep",
         " | ".join(head),
         " | ".join("---" for _ in head),

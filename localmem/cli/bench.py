@@ -20,6 +20,7 @@ from localmem.bench import (
     lme_losses,
     lme_merged,
     locomo,
+    locomo_losses,
     longmemeval,
     shortlist,
 )
@@ -74,6 +75,11 @@ def add_bench_parser(sub: Any) -> None:
                 type=int,
                 help="recall: only the first N sessions of each conversation and the questions whose evidence "
                 "lies in them (a smaller haystack, for runs with a model on a CPU)",
+            )
+            c.add_argument(
+                "--losses",
+                action="store_true",
+                help=f"recall: where each missed evidence turn was lost, per category (budgets default {LOSS_BUDGETS})",
             )
             c.add_argument("--questions", type=int, help="explore: at most N questions in all")
             c.add_argument("--rounds", type=int, default=8, help="explore: most Navigate rounds (default 8)")
@@ -274,11 +280,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
         merged = getattr(args, "merged", False)
-        if getattr(args, "losses", False) and not merged:
+        losses = getattr(args, "losses", False)
+        if losses and not merged and args.bench == "longmemeval":
             raise InputError("--losses needs --merged")
-        budgets_text = args.budgets or (
-            (LOSS_BUDGETS if args.losses else MERGED_BUDGETS) if merged else _BUDGETS[args.bench]
-        )
+        if losses and getattr(args, "mode", "recall") == "explore":
+            raise InputError("--losses explains recall, not --mode explore")
+        budgets_text = args.budgets or (LOSS_BUDGETS if losses else MERGED_BUDGETS if merged else _BUDGETS[args.bench])
         methods = [m.strip() for m in (args.methods or (MERGED_METHODS if merged else DEFAULT_METHODS)).split(",")]
         methods = [m for m in methods if m]
         unknown = [m for m in methods if m not in METHODS]
@@ -294,6 +301,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
             )
             print(locomo.explore_table(result))
+            if args.json:
+                print(json.dumps(result))
+            return 0
+        if losses and args.bench == "locomo":
+            result = locomo_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                       args.limit, log)  # fmt: skip
+            print(lme_losses.table(result, f"Where the evidence is lost, LoCoMo ({result['questions']} questions, "
+                                           f"{result['store']['conversations']} conversations, one store each); "
+                                           f"lists searched {result['depth']} deep"))  # fmt: skip
             if args.json:
                 print(json.dumps(result))
             return 0
