@@ -45,6 +45,10 @@ class RetrievalParams:
     # Depth that grows with the store: past this many visible turns, m grows as
     # sqrt(visible / candidates_ref_turns), at most 4 x candidates. 0: always m.
     candidates_ref_turns: int = 0
+    # "asked": an assistant's turns (speaker "assistant") enter the four ranked lists only
+    # when the query asks what the assistant said (features.asks_assistant); otherwise
+    # they still join the pool as neighbours. "all": every visible turn is listed.
+    assistant_lists: str = "all"
     rrf_k: float = 60.0
     # Query terms found in more than this share of turns (or cues) are left out of the
     # lexical lists: little bm25 weight, most of the FTS5 time. 1.0 keeps every term.
@@ -177,6 +181,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 }
 CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.extracted_cues": ("all", "fill", "off"),
+    "retrieval.assistant_lists": ("all", "asked"),
     "retrieval.cue_vectors": ("span", "separate"),
 }
 SECTIONS: dict[str, type[RetrievalParams] | type[CableParams]] = {"retrieval": RetrievalParams, "cable": CableParams}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from localmem.retrieval.features import Signals, Sparse, features
+from localmem.retrieval.features import Signals, Sparse, asks_assistant, features
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
 from localmem.storage import queries
@@ -92,7 +92,8 @@ def ranked_lists(store: Store, query: str, flt: Filter, depth: int) -> list[list
         view = store.mirrors()
         if len(view.turn.ids) == 0:
             return [[] for _ in LIST_NAMES]
-        sig = _signals(store, view, query, qvec, visible_mask(store, view.turn, flt), depth)
+        listed = listable(store, view.turn, query, visible_mask(store, view.turn, flt))
+        sig = _signals(store, view, query, qvec, listed, depth)
         return [[int(view.turn.ids[p]) for p in lst] for lst in sig.lists]
 
 
@@ -167,14 +168,9 @@ def _candidate_pool(
     if len(tm.ids) == 0:
         return None
     visible = visible_mask(store, tm, flt)
-    sig = _signals(
-        store,
-        view,
-        query,
-        qvec,
-        visible,
-        depth(store.params.candidates, store.params.candidates_ref_turns, int(visible.sum())),
-    )
+    listed = listable(store, tm, query, visible)
+    m = depth(store.params.candidates, store.params.candidates_ref_turns, int(listed.sum()))
+    sig = _signals(store, view, query, qvec, listed, m)
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
         return None
@@ -218,6 +214,18 @@ def _first_turns(turn_pos: np.ndarray, m: int) -> list[int]:
             out.append(t)
             if len(out) >= m:
                 break
+    return out
+
+
+def listable(store: Store, tm: TurnMirror, query: str, visible: np.ndarray) -> np.ndarray:
+    """The visible turns the ranked lists may hold: under ``assistant_lists = "asked"``
+    an assistant's turns only when the query asks what the assistant said."""
+    if store.params.assistant_lists == "all" or asks_assistant(query):
+        return visible
+    codes = [i for i, n in enumerate(tm.names) if n.lower() == "assistant"]
+    if not codes:
+        return visible
+    out: np.ndarray = visible & ~np.isin(tm.speaker, np.array(codes, dtype=tm.speaker.dtype))
     return out
 
 
