@@ -42,22 +42,14 @@ class RetrievalParams:
     semantic_k: int = 3  # k: each cue's k nearest cues become semantic edges
     semantic_seeds: int = 0  # expand over semantic edges of this many best anchors
     candidates: int = 30  # top-m per ranked list (turn/cue x dense/lexical)
-    # Depth that grows with the store: past this many visible turns, m grows as
-    # sqrt(visible / candidates_ref_turns), at most 4 x candidates. 0: always m.
-    candidates_ref_turns: int = 0
-    # "asked": an assistant's turns (speaker "assistant") enter the four ranked lists only
-    # when the query asks what the assistant said (features.asks_assistant); otherwise
-    # they still join the pool as neighbours. "all": every visible turn is listed.
-    assistant_lists: str = "all"
+    candidates_ref_turns: int = 0  # >0: m grows as sqrt(visible turns / this), at most 4m (pool.depth)
+    assistant_lists: str = "all"  # "asked": assistant turns listed only when asked about (pool.listable)
     rrf_k: float = 60.0
-    # Query terms found in more than this share of turns (or cues) are left out of the
-    # lexical lists: little bm25 weight, most of the FTS5 time. 1.0 keeps every term.
-    # LoCoMo recall at 0.1: 78.7/85.3/90.7/94.1 vs 78.3/85.2/90.5/94.5 with every term.
+    # Query terms in more than this share of turns (or cues) leave the lexical lists (little
+    # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1
-    # Bounded lexical work per query whatever the store's size: terms are ranked rarest
-    # first while their matches add up to at most this many rows per FTS table (FTS5
-    # scores each match, ~2 us); terms past it leave the lists. 0: no bound. Above any
-    # LoCoMo conversation's size, so its recall is unchanged (docs/benchmarks.md#scale).
+    # Bounded lexical work per query: rarest terms first, at most this many FTS rows per table
+    # (~2 us each); 0: no bound. Above any LoCoMo conversation (docs/benchmarks.md#scale).
     lexical_max_rows: int = 5000
     # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
     # statement cues (ranked lists and the scorer's cue features, which were fitted

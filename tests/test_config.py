@@ -157,6 +157,7 @@ semantic_k = 4
 semantic_seeds = 2
 candidates = 12
 candidates_ref_turns = 5000
+assistant_lists = "asked"
 rrf_k = 30          # an integer where a number is asked is fine
 common_term_share = 1.0
 lexical_max_rows = 0
@@ -201,6 +202,7 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
             semantic_seeds=2,
             candidates=12,
             candidates_ref_turns=5000,
+            assistant_lists="asked",
             rrf_k=30.0,
             common_term_share=1.0,
             lexical_max_rows=0,
