@@ -142,6 +142,22 @@ def _locomo_questions(
     return stores, questions, [str(s["sample_id"]) for s in samples]
 
 
+def _lme_question(
+    store: Store, store_index: int, idx: int, item: dict[str, Any], evidence: list[str], dataset: str = ""
+) -> _Question | None:
+    """LongMemEval item ``idx`` asked of ``store`` as of its date (fold: ``idx`` mod 6);
+    None when the store shows it nothing."""
+    pool = candidate_pool(store, item["question"], Filter(as_of=longmemeval_bench.question_as_of(item)))
+    if pool is None:
+        return None
+    rows = queries.turn_rows(store.conn, [int(t) for t in pool.turn_ids])
+    labels = np.array([1.0 if rows[int(t)].source_id in evidence else 0.0 for t in pool.turn_ids])
+    fold = ("longmemeval", idx % LME_FOLDS)
+    return _Question(
+        fold, store_index, item["question"], str(item["question_type"]), evidence, pool, labels, dataset=dataset
+    )
+
+
 def _lme_questions(
     data: Path,
     workdir: Path,
@@ -167,22 +183,9 @@ def _lme_questions(
             log(f"question {qid}: pool")
             store = longmemeval_bench.open_question_store(path, data, qid, embedder, settings)
             stores.append(store)
-            flt = Filter(as_of=longmemeval_bench.question_as_of(item))
-            pool = candidate_pool(store, item["question"], flt)
-            if pool is None:
-                continue
-            rows = queries.turn_rows(store.conn, [int(t) for t in pool.turn_ids])
-            labels = np.array([1.0 if rows[int(t)].source_id in evidence else 0.0 for t in pool.turn_ids])
-            q = _Question(
-                ("longmemeval", idx % LME_FOLDS),
-                first_store + len(stores) - 1,
-                item["question"],
-                str(item["question_type"]),
-                evidence,
-                pool,
-                labels,
-            )
-            questions.append(q)
+            q = _lme_question(store, first_store + len(stores) - 1, idx, item, evidence)
+            if q is not None:
+                questions.append(q)
     except BaseException:
         for s in stores:
             s.close()
@@ -203,16 +206,9 @@ def _merged_questions(
             evidence = longmemeval_bench.evidence_of(item)
             if not evidence:
                 continue
-            flt = Filter(as_of=longmemeval_bench.question_as_of(item))
-            pool = candidate_pool(store, item["question"], flt)
-            if pool is None:
-                continue
-            rows = queries.turn_rows(store.conn, [int(t) for t in pool.turn_ids])
-            labels = np.array([1.0 if rows[int(t)].source_id in evidence else 0.0 for t in pool.turn_ids])
-            fold = ("longmemeval", idx % LME_FOLDS)
-            q = _Question(fold, first_store, item["question"], str(item["question_type"]), evidence, pool, labels)
-            q.dataset = "longmemeval-merged"
-            questions.append(q)
+            q = _lme_question(store, first_store, idx, item, evidence, "longmemeval-merged")
+            if q is not None:
+                questions.append(q)
         log(f"merged store: {len(questions)} pools")
     except BaseException:
         store.close()
