@@ -128,15 +128,16 @@ def features(
         f_nb.append(best)
     sess = tm.session[pool]
     uniq, inv = np.unique(sess, return_inverse=True)
+    own = r4.at(pool)  # each pool turn's own fused score (0 for a neighbour)
     sbest = np.zeros(len(uniq))
-    np.maximum.at(sbest, inv, r4.at(pool))
+    np.maximum.at(sbest, inv, own)
     words = tm.line_words[pool]
     asst = np.array([1.0 if sp.lower() == "assistant" else 0.0 for sp in speakers])
     q_asst = 1.0 if asks_assistant(query) else 0.0
     f_aq = asst * q_asst
     f_uq = np.array([q_asst if sp.lower() == "user" else 0.0 for sp in speakers])
     ssum = np.zeros(len(uniq))
-    np.add.at(ssum, inv, r4.at(pool))
+    np.add.at(ssum, inv, own)
     cent = _session_mean_sims(store, tm, uniq, sig.tdist) if scent else np.zeros(len(uniq))
     f_sc = cent[inv] - float(cent.max()) if len(cent) else np.zeros(len(pool))
     f_age = relative_age(tm.ts[pool], as_of)
@@ -149,7 +150,7 @@ def features(
     return np.stack(
         [
             f_bm, f_de, f_cd, f_cb, f_spk, f_nb[0], f_nb[1], sbest[inv], log_words(words),
-            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win, r4.at(pool), f_nl,
+            asst, f_aq, f_uq, np.log1p(ssum[inv]), f_sc, f_age, f_win, own, f_nl,
         ],
         axis=1,
     )  # fmt: skip
