@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,38 @@ def question_losses(
     return found, lost
 
 
+@dataclass
+class LossTally:
+    """Evidence, found turns and lost records, summed over questions (one data set)."""
+
+    budgets: Sequence[int]
+    depth: int
+    evidence: dict[str, int] = field(default_factory=dict)
+    found: dict[tuple[str, int], int] = field(default_factory=dict)
+    lost: list[dict[str, Any]] = field(default_factory=list)
+    questions: int = 0
+
+    def add(self, store: Store, q: dict[str, Any]) -> None:
+        f, ls = question_losses(store, q, self.budgets, self.depth)
+        self.evidence[q["type"]] = self.evidence.get(q["type"], 0) + len(q["evidence"])
+        for b, n in f.items():
+            self.found[(q["type"], b)] = self.found.get((q["type"], b), 0) + n
+        self.lost.extend(ls)
+        self.questions += 1
+
+    def result(self, benchmark: str, store: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "benchmark": benchmark,
+            "store": store,
+            "questions": self.questions,
+            "budgets": list(self.budgets),
+            "depth": self.depth,
+            "evidence": self.evidence,
+            "found": [{"type": t, "budget": b, "found": n} for (t, b), n in sorted(self.found.items())],
+            "lost": self.lost,
+        }
+
+
 def run(
     data: Path,
     budgets: Sequence[int],
@@ -101,29 +134,14 @@ def run(
 ) -> dict[str, Any]:
     qs = questions(data, limit)
     store, record = open_merged_store(workdir, data, embedder, settings, log)
-    lost: list[dict[str, Any]] = []
-    evidence: dict[str, int] = {}
-    found: dict[tuple[str, int], int] = {}
+    tally = LossTally(budgets, depth)
     try:
         for i, q in enumerate(qs, 1):
-            f, ls = question_losses(store, q, budgets, depth)
-            evidence[q["type"]] = evidence.get(q["type"], 0) + len(q["evidence"])
-            for b, n in f.items():
-                found[(q["type"], b)] = found.get((q["type"], b), 0) + n
-            lost.extend(ls)
+            tally.add(store, q)
             log(f"{i}/{len(qs)} questions traced")
     finally:
         store.close()
-    return {
-        "benchmark": "longmemeval-merged-losses",
-        "store": record,
-        "questions": len(qs),
-        "budgets": list(budgets),
-        "depth": depth,
-        "evidence": evidence,
-        "found": [{"type": t, "budget": b, "found": n} for (t, b), n in sorted(found.items())],
-        "lost": lost,
-    }
+    return tally.result("longmemeval-merged-losses", record)
 
 
 def _median(xs: list[float]) -> str:

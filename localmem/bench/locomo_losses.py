@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localmem.bench.lme_losses import question_losses
+from localmem.bench.lme_losses import LossTally
 from localmem.bench.locomo import CATEGORIES, open_conversation_store
 from localmem.bench.metrics import clean_evidence, read_benchmark
 from localmem.config import Settings
@@ -31,10 +31,8 @@ def run(
 ) -> dict[str, Any]:
     samples = read_benchmark(data, "LoCoMo")
     samples = samples[:limit] if limit else samples
-    lost: list[dict[str, Any]] = []
-    evidence: dict[str, int] = {}
-    found: dict[tuple[str, int], int] = {}
-    turns = questions = 0
+    tally = LossTally(budgets, depth)
+    turns = 0
     for sample in samples:
         sid = str(sample["sample_id"])
         store = open_conversation_store(workdir, sid, data, embedder, settings)
@@ -43,31 +41,10 @@ def run(
             for i, qa in enumerate(sample.get("qa", [])):
                 cat = qa.get("category")
                 ev, _bad = clean_evidence(qa.get("evidence") or [])
-                if cat not in CATEGORIES or not ev:
-                    continue
-                q = {
-                    "id": f"{sid}#{i}",
-                    "type": CATEGORIES[cat],
-                    "question": qa["question"],
-                    "as_of": None,
-                    "evidence": ev,
-                }
-                f, ls = question_losses(store, q, budgets, depth)
-                evidence[q["type"]] = evidence.get(q["type"], 0) + len(ev)
-                for b, n in f.items():
-                    found[(q["type"], b)] = found.get((q["type"], b), 0) + n
-                lost.extend(ls)
-                questions += 1
+                if cat in CATEGORIES and ev:
+                    q = {"id": f"{sid}#{i}", "type": CATEGORIES[cat], "question": qa["question"], "as_of": None}
+                    tally.add(store, {**q, "evidence": ev})
         finally:
             store.close()
         log(f"conversation {sid}: traced")
-    return {
-        "benchmark": "locomo-losses",
-        "store": {"turns": turns, "conversations": len(samples)},
-        "questions": questions,
-        "budgets": list(budgets),
-        "depth": depth,
-        "evidence": evidence,
-        "found": [{"type": t, "budget": b, "found": n} for (t, b), n in sorted(found.items())],
-        "lost": lost,
-    }
+    return tally.result("locomo-losses", {"turns": turns, "conversations": len(samples)})
