@@ -130,7 +130,8 @@ def test_bench_locomo_json(tmp_path: Path, methods: str) -> None:
     assert "multi-hop" in proc.stdout
 
 
-def test_bench_locomo_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -> None:
+def _two_questions(tmp_path: Path) -> Path:
+    """locomo_doc with a single-hop question (evidence D1:1) and a multi-hop one (D2:1, D1:1)."""
     doc = locomo_doc()
     doc[0]["qa"] = [
         {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
@@ -138,6 +139,11 @@ def test_bench_locomo_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -
     ]
     data = tmp_path / "lo.json"
     data.write_text(json.dumps(doc), "utf-8")
+    return data
+
+
+def test_bench_locomo_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -> None:
+    data = _two_questions(tmp_path)
     args = ["bench", "locomo", "--losses", "--data", str(data), "--workdir", str(tmp_path / "w")]
     proc = run(*args, "--budgets", "12,500", "--json")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -160,13 +166,7 @@ def test_embedder_flag_is_used_and_checked(tmp_path: Path) -> None:
 
 
 def test_bench_locomo_sessions_keeps_questions_inside_them(tmp_path: Path) -> None:
-    doc = locomo_doc()
-    doc[0]["qa"] = [
-        {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
-        {"question": "What did Rex learn?", "answer": "sit", "evidence": ["D2:1; D1:1"], "category": 1},
-    ]
-    data = tmp_path / "lo.json"
-    data.write_text(json.dumps(doc), "utf-8")
+    data = _two_questions(tmp_path)
     args = ["bench", "locomo", "--data", str(data), "--budgets", "500", "--methods", "localmem"]
     proc = run(*args, "--sessions", "1", "--workdir", str(tmp_path / "w"), "--json")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
