@@ -168,3 +168,30 @@ def test_merged_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -> None
     found = sum(r["found"] for r in result["found"])
     assert found + len(result["lost"]) == sum(result["evidence"].values()) == 3
     assert "date filter" in loss_table(result)
+
+
+def test_haystack_losses_ask_each_question_of_its_own_store(tmp_path: Path) -> None:
+    from localmem.bench import lme_haystack_losses
+    from localmem.bench.lme_losses import FATES
+    from localmem.bench.lme_losses import table as loss_table
+
+    data = tmp_path / "lme.json"
+    data.write_text(json.dumps(_merged_items()))
+    result = lme_haystack_losses.run(data, [12, 1000], tmp_path / "w", HashEmbedder(), load_settings())
+    assert sorted(p.name for p in (tmp_path / "w").iterdir() if p.suffix == ".db") == [
+        "lme-qa.db", "lme-qb.db", "lme-qc.db"
+    ]  # fmt: skip
+    assert result["questions"] == 3 and result["evidence"] == {
+        "temporal-reasoning": 1, "single-session-user": 1, "knowledge-update": 1
+    }  # fmt: skip
+    by = {(r["question"], r["budget"]): r for r in result["lost"]}
+    assert by[("qc", 1000)]["fate"] == "date filter"  # dated after its question, in its own store too
+    found = {(r["type"], r["budget"]): r["found"] for r in result["found"]}
+    assert found[("single-session-user", 1000)] == 1 and found[("temporal-reasoning", 1000)] == 1
+    # 12 tokens hold no turn line: each visible evidence turn is lost to the budget.
+    assert by[("qa", 12)]["fate"] == "scored low" and by[("qb", 12)]["fate"] == "scored low"
+    assert all(r["fate"] in FATES for r in result["lost"])
+    for b in (12, 1000):
+        lost = sum(1 for r in result["lost"] if r["budget"] == b)
+        assert lost + sum(n for (_t, bb), n in found.items() if bb == b) == 3
+    assert "date filter" in loss_table(result, "per haystack")

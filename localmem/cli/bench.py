@@ -17,6 +17,7 @@ from localmem.bench import (
     extraction,
     fit,
     latency,
+    lme_haystack_losses,
     lme_losses,
     lme_merged,
     locomo,
@@ -98,7 +99,8 @@ def add_bench_parser(sub: Any) -> None:
             c.add_argument(
                 "--losses",
                 action="store_true",
-                help=f"with --merged: where each missed evidence turn was lost (budgets default {LOSS_BUDGETS})",
+                help=f"where each missed evidence turn was lost, per type, in the merged store with --merged or in "
+                f"each haystack's own (budgets default {LOSS_BUDGETS})",
             )
         c.set_defaults(func=_run, bench=name)
 
@@ -281,8 +283,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError("no such file", path=str(args.data))
         merged = getattr(args, "merged", False)
         losses = getattr(args, "losses", False)
-        if losses and not merged and args.bench == "longmemeval":
-            raise InputError("--losses needs --merged")
         if losses and getattr(args, "mode", "recall") == "explore":
             raise InputError("--losses explains recall, not --mode explore")
         budgets_text = args.budgets or (LOSS_BUDGETS if losses else MERGED_BUDGETS if merged else _BUDGETS[args.bench])
@@ -310,6 +310,14 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             print(lme_losses.table(result, f"Where the evidence is lost, LoCoMo ({result['questions']} questions, "
                                            f"{result['store']['conversations']} conversations, one store each); "
                                            f"lists searched {result['depth']} deep"))  # fmt: skip
+            if args.json:
+                print(json.dumps(result))
+            return 0
+        if losses and not merged:
+            result = lme_haystack_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                             args.limit, log, args.built_only)  # fmt: skip
+            print(lme_losses.table(result, f"Where the evidence is lost, LongMemEval ({result['questions']} questions, "
+                                           f"one store per haystack); lists searched {result['depth']} deep"))  # fmt: skip
             if args.json:
                 print(json.dumps(result))
             return 0
