@@ -45,6 +45,7 @@ class RetrievalParams:
     candidates_ref_turns: int = 0  # >0: m grows as sqrt(visible turns / this), at most 4m (pool.depth)
     assistant_lists: str = "all"  # "asked": assistant turns listed only when asked about (pool.listable)
     rrf_k: float = 60.0
+    speaker_query: bool = True  # a query naming one speaker is embedded in their words (speaker_query.py)
     # Query terms in more than this share of turns (or cues) leave the lexical lists (little
     # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1
@@ -89,9 +90,8 @@ class CableParams:
     ``antecedent_runs.variant``."""
 
     # The worker runs antecedent jobs after extraction. Off by default: with the models we
-    # could measure (SmolLM2-135M, Qwen2.5-Coder-1.5B) most verified links were wrong and
-    # expansion over them lowered recall (docs/cable.md, "Off by default, and what we
-    # measured"); jobs stay queued, so turning it on later links the whole history.
+    # measured most verified links were wrong and expansion over them lowered recall
+    # (docs/cable.md); jobs stay queued, so turning it on later links the whole history.
     enabled: bool = False
     subtraction: bool = True  # C = H minus B; off: C = H
     verification: bool = True  # off: every candidate becomes an edge

@@ -158,6 +158,7 @@ semantic_seeds = 2
 candidates = 12
 candidates_ref_turns = 5000
 assistant_lists = "asked"
+speaker_query = false
 rrf_k = 30          # an integer where a number is asked is fine
 common_term_share = 1.0
 lexical_max_rows = 0
@@ -203,6 +204,7 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
             candidates=12,
             candidates_ref_turns=5000,
             assistant_lists="asked",
+            speaker_query=False,
             rrf_k=30.0,
             common_term_share=1.0,
             lexical_max_rows=0,

@@ -136,7 +136,7 @@ def test_snapshot_reads_one_commit(tmp_path: Path, garden_sessions: list[Session
         assert a.conn.execute("SELECT count(*) FROM turns").fetchone()[0] == count == len(view.turn.ids)
         assert (view.cue_pos >= 0).all()
     assert sorted(a.turn_mirror().ids.tolist()) == sorted(_table_facts(a))
-    assert (a.cue_turn_positions() >= 0).all()
+    assert (a.mirrors().cue_pos >= 0).all()
     a.close()
     b.close()
 

@@ -1,6 +1,7 @@
 """The candidate pool of a query and its features. No LLM, no writes.
 
-1. embed the query; four ranked lists of turns, top-m each: turn bm25 (FTS5), turn
+1. embed the query (in the words of the one speaker it names, if any:
+   ``speaker_query``); four ranked lists of turns, top-m each: turn bm25 (FTS5), turn
    cosine, statement-cue cosine and cue bm25 (a cue votes for its source turn once);
 2. anchors = the union of the lists, with their reciprocal-rank-fusion score;
 3. one-hop neighbourhood: same-session neighbours within the temporal window and
@@ -25,6 +26,7 @@ import numpy as np
 from localmem.retrieval.features import Signals, Sparse, asks_assistant, features
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.retrieval.speaker_query import first_person
 from localmem.storage import queries
 from localmem.storage.mirrors import MirrorView
 from localmem.storage.queries import Filter
@@ -87,13 +89,13 @@ LIST_NAMES = ("turn bm25", "turn cosine", "cue cosine", "cue bm25")
 def ranked_lists(store: Store, query: str, flt: Filter, depth: int) -> list[list[int]]:
     """The pool's four ranked lists (``LIST_NAMES``) as turn ids, ``depth`` deep instead
     of ``candidates``: where a turn the pool missed stands in each (loss analysis)."""
-    qvec = store.embedder.embed([query])[0].astype(np.float32)
+    text, qvec = _embed_query(store, query)
     with store.snapshot():
         view = store.mirrors()
         if len(view.turn.ids) == 0:
             return [[] for _ in LIST_NAMES]
         listed = listable(store, view.turn, query, visible_mask(store, view.turn, flt))
-        sig = _signals(store, view, query, qvec, listed, depth)
+        sig = _signals(store, view, query, dense_vector(store, view.turn, query, text, qvec), listed, depth)
         return [[int(view.turn.ids[p]) for p in lst] for lst in sig.lists]
 
 
@@ -156,13 +158,38 @@ def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | Non
     # Embedded before the mirrors load: a process's first embedding loads the model, and
     # that load's transient memory (~120 MB) then does not stack on the mirrors' (bench
     # scale, 1M turns: peak 477 MB otherwise, 398 MB this way).
-    qvec = store.embedder.embed([query])[0].astype(np.float32)
+    text, qvec = _embed_query(store, query)
     with store.snapshot():
-        return _candidate_pool(store, store.mirrors(), query, qvec, flt, weights)
+        return _candidate_pool(store, store.mirrors(), query, text, qvec, flt, weights)
+
+
+def _embed_query(store: Store, query: str) -> tuple[str, np.ndarray]:
+    """The text the dense search will most likely use (``dense_text``, by the speakers
+    the store last had in memory) and its embedding."""
+    text = dense_text(store, query, store.speaker_names_hint())
+    return text, store.embedder.embed([text])[0].astype(np.float32)
+
+
+def dense_text(store: Store, query: str, speakers: list[str]) -> str:
+    """``query``, or under ``retrieval.speaker_query`` the query in the words of the one
+    speaker it names (``speaker_query.first_person``)."""
+    spoken = first_person(query, speakers) if store.params.speaker_query else None
+    return query if spoken is None else spoken
+
+
+def dense_vector(store: Store, tm: TurnMirror, query: str, text: str, qvec: np.ndarray) -> np.ndarray:
+    """The vector the dense lists and cosine features use: ``qvec`` (the embedding of
+    ``text``) when ``text`` is what the snapshot's speakers call for, else that text's
+    embedding (a speaker the hint did not know yet)."""
+    want = dense_text(store, query, tm.names)
+    if want == text:
+        return qvec
+    out: np.ndarray = store.embedder.embed([want])[0].astype(np.float32)
+    return out
 
 
 def _candidate_pool(
-    store: Store, view: MirrorView, query: str, qvec: np.ndarray, flt: Filter, weights: Weights | None
+    store: Store, view: MirrorView, query: str, text: str, qvec: np.ndarray, flt: Filter, weights: Weights | None
 ) -> Pool | None:
     tm = view.turn
     if len(tm.ids) == 0:
@@ -170,7 +197,7 @@ def _candidate_pool(
     visible = visible_mask(store, tm, flt)
     listed = listable(store, tm, query, visible)
     m = depth(store.params.candidates, store.params.candidates_ref_turns, int(listed.sum()))
-    sig = _signals(store, view, query, qvec, listed, m)
+    sig = _signals(store, view, query, dense_vector(store, tm, query, text, qvec), listed, m)
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
         return None

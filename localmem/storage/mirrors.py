@@ -90,6 +90,10 @@ class Mirrors:
             if own and self.conn.in_transaction:
                 self.conn.execute("COMMIT")  # nothing written: this only ends the read view
 
+    def last(self) -> MirrorView | None:
+        """The view loaded last, as it was (possibly stale; None before the first load)."""
+        return self._view
+
     def view(self) -> MirrorView:
         """Both mirrors as of the current snapshot (a one-off snapshot outside one)."""
         if not self._depth:

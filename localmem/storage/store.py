@@ -83,15 +83,16 @@ class Store:
         """Both vector mirrors as of one commit: the current snapshot's, or the newest."""
         return self._mirrors.view()
 
+    def speaker_names_hint(self) -> list[str]:
+        """The speakers of the turn mirror loaded last, without reading the store: a
+        hint that may lack speakers written since (empty before the first load)."""
+        last = self._mirrors.last()
+        return list(last.turn.names) if last is not None else []
+
     def mirror(self, table: str) -> VectorMirror:
         """The in-memory mirror of the ``cue`` or ``turn`` vectors (see :meth:`mirrors`)."""
         view = self.mirrors()
         return view.turn if table == "turn" else view.cue
-
-    def cue_turn_positions(self) -> np.ndarray:
-        """For each row of the cue mirror, its turn's position in the turn mirror (-1 if
-        absent), both from the same :meth:`mirrors` view."""
-        return self.mirrors().cue_pos
 
     def turn_mirror(self) -> TurnMirror:
         return self.mirrors().turn
