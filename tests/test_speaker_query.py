@@ -25,8 +25,18 @@ def test_the_named_speaker_speaks_in_the_first_person() -> None:
     assert first_person("When did Caroline Smith move?", ["Caroline Smith", "Melanie"]) == "When did I Smith move?"
 
 
-def test_no_rewrite_without_exactly_one_named_speaker() -> None:
-    assert first_person("What did Caroline give Melanie?", SPEAKERS) is None  # two speakers
+def test_two_named_speakers_are_we_or_i_and_you() -> None:
+    assert (
+        first_person("What do Jon and Gina both have in common?", ["Jon", "Gina"]) == "What do we both have in common?"
+    )
+    assert first_person("Where is Jon and Gina's shop?", ["Jon", "Gina"]) == "Where is our shop?"
+    assert first_person("What did Caroline give Melanie?", SPEAKERS) == "What did I give you?"
+    # The first named speaks, whatever order the store lists them in.
+    assert first_person("Did Melanie tell Caroline about Caroline's car?", SPEAKERS) == "Did I tell you about your car?"
+
+
+def test_no_rewrite_without_one_or_two_named_speakers() -> None:
+    assert first_person("Did Ann, Bo and Cy meet?", ["Ann", "Bo", "Cy"]) is None  # three
     assert first_person("What did we talk about?", SPEAKERS) is None
     assert first_person("What do Melanies like?", SPEAKERS) is None  # whole words only
     # Chat roles are not people: "the assistant" in a question stays as written.
