@@ -80,13 +80,24 @@ def fit_logistic(
     reg = np.eye(k)
     if intercept:
         reg[d, d] = 0.0
+
+    def objective(v: np.ndarray) -> float:
+        z = off + xa @ v
+        return float(0.5 * v @ reg @ v + c * sample_weight @ (np.logaddexp(0.0, z) - y * z))
+
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-(off + xa @ w)))
         grad = reg @ w + c * xa.T @ (sample_weight * (p - y))
         hess = reg + c * (xa * (sample_weight * p * (1 - p))[:, None]).T @ xa
         step = np.linalg.solve(hess + 1e-9 * np.eye(k), grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
+        # Damped Newton: a full step can overshoot far from the optimum (an offset logit
+        # with free features the data barely constrains) and diverge; halve it until
+        # the objective does not rise.
+        now, t = objective(w), 1.0
+        while t > 1e-6 and objective(w - t * step) > now:
+            t /= 2
+        w -= t * step
+        if np.max(np.abs(t * step)) < 1e-8:
             break
     return Weights(coef=tuple(float(v) for v in w[:d]), intercept=float(w[d]) if intercept else 0.0)
 
