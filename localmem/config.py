@@ -45,7 +45,7 @@ class RetrievalParams:
     candidates_ref_turns: int = 0  # >0: m grows as sqrt(visible turns / this), at most 4m (pool.depth)
     assistant_lists: str = "all"  # "asked": assistant turns listed only when asked about (pool.listable)
     rrf_k: float = 60.0
-    speaker_query: bool = True  # a query naming one speaker is embedded in their words (speaker_query.py)
+    speaker_query: bool = True  # a query naming speakers is embedded in their words (speaker_query.py)
     # Query terms in more than this share of turns (or cues) leave the lexical lists (little
     # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1

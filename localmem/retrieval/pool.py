@@ -1,6 +1,6 @@
 """The candidate pool of a query and its features. No LLM, no writes.
 
-1. embed the query (in the words of the one speaker it names, if any:
+1. embed the query (in the words of the one or two speakers it names, if any:
    ``speaker_query``); four ranked lists of turns, top-m each: turn bm25 (FTS5), turn
    cosine, statement-cue cosine and cue bm25 (a cue votes for its source turn once);
 2. anchors = the union of the lists, with their reciprocal-rank-fusion score;
@@ -171,8 +171,8 @@ def _embed_query(store: Store, query: str) -> tuple[str, np.ndarray]:
 
 
 def dense_text(store: Store, query: str, speakers: list[str]) -> str:
-    """``query``, or under ``retrieval.speaker_query`` the query in the words of the one
-    speaker it names (``speaker_query.first_person``)."""
+    """``query``, or under ``retrieval.speaker_query`` the query in the words of the
+    speakers it names (``speaker_query.first_person``)."""
     spoken = first_person(query, speakers) if store.params.speaker_query else None
     return query if spoken is None else spoken
 
