@@ -85,6 +85,7 @@ def fit_logistic(
         z = off + xa @ v
         return float(0.5 * v @ reg @ v + c * sample_weight @ (np.logaddexp(0.0, z) - y * z))
 
+    now = objective(w)
     for _ in range(iters):
         p = 1.0 / (1.0 + np.exp(-(off + xa @ w)))
         grad = reg @ w + c * xa.T @ (sample_weight * (p - y))
@@ -93,10 +94,12 @@ def fit_logistic(
         # Damped Newton: a full step can overshoot far from the optimum (an offset logit
         # with free features the data barely constrains) and diverge; halve it until
         # the objective does not rise.
-        now, t = objective(w), 1.0
-        while t > 1e-6 and objective(w - t * step) > now:
+        t, trial = 1.0, objective(w - step)
+        while t > 1e-6 and trial > now:
             t /= 2
+            trial = objective(w - t * step)
         w -= t * step
+        now = trial  # the objective at the new w
         if np.max(np.abs(t * step)) < 1e-8:
             break
     return Weights(coef=tuple(float(v) for v in w[:d]), intercept=float(w[d]) if intercept else 0.0)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.bench.lme_losses import LossTally
-from localmem.bench.longmemeval import evidence_of, is_built, open_question_store, question_as_of
+from localmem.bench.longmemeval import haystack_stores, question_as_of
 from localmem.bench.metrics import read_benchmark
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
@@ -30,21 +30,15 @@ def run(
     depth: int = 1000,
 ) -> dict[str, Any]:
     items = read_benchmark(data, "LongMemEval")
-    items = items[:limit] if limit else items
     tally = LossTally(budgets, depth)
     turns = 0
-    for item in items:
-        qid = item["question_id"]
-        path = workdir / f"lme-{qid}.db"
-        evidence = evidence_of(item)
-        if not evidence or (built_only and not is_built(path, item)):
+    for item, evidence, store in haystack_stores(
+        data, items[:limit] if limit else items, workdir, embedder, settings, built_only
+    ):
+        if store is None:
             continue
-        store = open_question_store(path, data, qid, embedder, settings)
-        try:
-            turns += store.stats()["turns"]
-            q = {"id": qid, "type": item["question_type"], "question": item["question"]}
-            tally.add(store, {**q, "as_of": question_as_of(item), "evidence": evidence})
-        finally:
-            store.close()
-        log(f"{tally.questions} questions traced ({qid})")
+        turns += store.stats()["turns"]
+        q = {"id": item["question_id"], "type": item["question_type"], "question": item["question"]}
+        tally.add(store, {**q, "as_of": question_as_of(item), "evidence": evidence})
+        log(f"{tally.questions} questions traced ({q['id']})")
     return tally.result("longmemeval-losses", {"turns": turns, "haystacks": tally.questions})

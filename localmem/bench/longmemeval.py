@@ -4,7 +4,7 @@ as of the end of its question date. Evidence = turns with ``has_answer: true``."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,33 @@ def open_question_store(path: Path, data: Path, qid: str, embedder: Embedder, se
     return store
 
 
+def haystack_stores(
+    data: Path,
+    items: Sequence[dict[str, Any]],
+    workdir: Path,
+    embedder: Embedder,
+    settings: Settings,
+    built_only: bool = False,
+) -> Iterator[tuple[dict[str, Any], list[str], Store | None]]:
+    """Each item whose store is in ``workdir`` (every item unless ``built_only``), with
+    its evidence ids and its store open and written; None, and no store opened, when it
+    has no evidence. Each store closes when the next item is asked for."""
+    for item in items:
+        qid = item["question_id"]
+        path = workdir / f"lme-{qid}.db"
+        if built_only and not is_built(path, item):
+            continue
+        evidence = evidence_of(item)
+        if not evidence:
+            yield item, evidence, None
+            continue
+        store = open_question_store(path, data, qid, embedder, settings)
+        try:
+            yield item, evidence, store
+        finally:
+            store.close()
+
+
 def run(
     data: Path,
     budgets: Sequence[int],
@@ -83,39 +110,32 @@ def run(
     sess5 = {m: Tally() for m in methods}
     any5 = {m: Tally() for m in methods}
     asked = skipped = 0
-    for item in items[:limit] if limit else items:
-        qid = item["question_id"]
-        path = workdir / f"lme-{qid}.db"
-        if built_only and not is_built(path, item):
-            continue
-        evidence = evidence_of(item)
-        if not evidence:
+    for item, evidence, store in haystack_stores(
+        data, items[:limit] if limit else items, workdir, embedder, settings, built_only
+    ):
+        if store is None:
             skipped += 1
             continue
         asked += 1
         qtype = item["question_type"]
         answer_sessions = set(item.get("answer_session_ids") or [])
-        store = open_question_store(path, data, qid, embedder, settings)
-        try:
-            as_of = question_as_of(item)
-            for m in methods:
-                for b in budgets:
-                    ctx = METHODS[m](store, item["question"], b, as_of)
-                    tallies[(m, b)].add(qtype, found_fraction(ctx, evidence))
-                # Session recall@5: the first five distinct sessions in the method's rank order.
-                ranked = METHODS[m](store, item["question"], settings.max_budget_tokens, as_of)
-                by_score = sorted(ranked.turns, key=lambda t: -t.score)
-                top: list[str] = []
-                for ev in by_score:
-                    if ev.session not in top:
-                        top.append(ev.session)
-                hit = len(answer_sessions & set(top[:5])) / len(answer_sessions) if answer_sessions else 0.0
-                sess5[m].add(qtype, hit)
-                # The form other memory servers publish ("R@5", LongMemEval's recall_any@5):
-                # at least one answer session among the first five.
-                any5[m].add(qtype, 1.0 if answer_sessions & set(top[:5]) else 0.0)
-        finally:
-            store.close()
+        as_of = question_as_of(item)
+        for m in methods:
+            for b in budgets:
+                ctx = METHODS[m](store, item["question"], b, as_of)
+                tallies[(m, b)].add(qtype, found_fraction(ctx, evidence))
+            # Session recall@5: the first five distinct sessions in the method's rank order.
+            ranked = METHODS[m](store, item["question"], settings.max_budget_tokens, as_of)
+            by_score = sorted(ranked.turns, key=lambda t: -t.score)
+            top: list[str] = []
+            for ev in by_score:
+                if ev.session not in top:
+                    top.append(ev.session)
+            hit = len(answer_sessions & set(top[:5])) / len(answer_sessions) if answer_sessions else 0.0
+            sess5[m].add(qtype, hit)
+            # The form other memory servers publish ("R@5", LongMemEval's recall_any@5):
+            # at least one answer session among the first five.
+            any5[m].add(qtype, 1.0 if answer_sessions & set(top[:5]) else 0.0)
         log(f"{asked} questions")
     groups = [*sorted({k for t in tallies.values() for k in t.counts if k != "all"}), "all"]
     rows = []
