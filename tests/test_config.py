@@ -101,6 +101,7 @@ BAD_ENV = [
     ("LOCALMEM_RETRIEVAL_CABLE", "maybe", "retrieval.cable", "true or false"),
     ("LOCALMEM_RETRIEVAL_CABLE_TAU", "high", "retrieval.cable_tau", "a number"),
     ("LOCALMEM_RETRIEVAL_CABLE_TAU", "1.5", "retrieval.cable_tau", "between 0 and 1"),
+    ("LOCALMEM_RETRIEVAL_SECOND_HOP", "1.5", "retrieval.second_hop", "between 0 and 1"),
     ("LOCALMEM_RETRIEVAL_CANDIDATES", "0", "retrieval.candidates", "1 or more"),
     ("LOCALMEM_RETRIEVAL_EXTRACTED_CUES", "some", "retrieval.extracted_cues", "all, fill or off"),
     ("LOCALMEM_CABLE_KB", "3.0", "cable.kb", "an integer"),
@@ -159,6 +160,7 @@ candidates = 12
 candidates_ref_turns = 5000
 assistant_lists = "asked"
 speaker_query = false
+second_hop = 0.2
 rrf_k = 30          # an integer where a number is asked is fine
 common_term_share = 1.0
 lexical_max_rows = 0
@@ -205,6 +207,7 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
             candidates_ref_turns=5000,
             assistant_lists="asked",
             speaker_query=False,
+            second_hop=0.2,
             rrf_k=30.0,
             common_term_share=1.0,
             lexical_max_rows=0,

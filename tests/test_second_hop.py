@@ -6,8 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
+from localmem.config import RetrievalParams, Settings
 from localmem.retrieval import second_hop
 from localmem.retrieval.pool import candidate_pool
+from localmem.retrieval.reconstruct import Recorder, reconstruct
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
@@ -49,3 +51,43 @@ def test_second_pool_keeps_the_first_rows_and_adds_new_turns(tmp_path: Path) -> 
         assert all(r[0] == "second_hop" for r in merged.reasons[n:])
     finally:
         store.close()
+
+
+def _hop_store(tmp_path: Path, discount: float) -> Store:
+    """Ann's painting (found by the question) names Lake Tahoe; a later session about
+    Tahoe shares no word with the question. Many filler sessions and two candidates per
+    list keep the Tahoe turn out of the first pool."""
+    params = RetrievalParams(candidates=2, second_hop=discount, cable=False)
+    path = tmp_path / f"hop-{discount}.db"
+    store = Store(path, embedder=HashEmbedder(), settings=Settings(db=path, retrieval=params))
+    sessions = [
+        session("s0", "2023-05-01T10:00:00", ("Ann", "I painted a sunset at Lake Tahoe."), ("Bo", "Nice colours.")),
+        session("s1", "2023-06-01T10:00:00", ("Bo", "The Tahoe cabin has a new dock."), ("Ann", "Lovely.")),
+    ]
+    for i in range(2, 40):
+        sessions.append(
+            session(
+                f"s{i}",
+                f"2023-07-{i % 28 + 1:02d}T10:00:00",
+                ("Bo", f"Filler chat number {i} about lunch."),
+                ("Ann", "Sure."),
+            )
+        )
+    store.write_sessions(sessions)
+    return store
+
+
+def test_reconstruct_joins_the_second_hop_only_when_the_setting_is_on(tmp_path: Path) -> None:
+    off, on = _hop_store(tmp_path, 0.0), _hop_store(tmp_path, 1.0)
+    try:
+        assert "Lake Tahoe" in reconstruct(off, "what did Ann paint", 4000).text
+        assert "Tahoe cabin" not in reconstruct(off, "what did Ann paint", 4000).text
+        ctx = reconstruct(on, "what did Ann paint", 4000)
+        assert "Lake Tahoe" in ctx.text and "Tahoe cabin" in ctx.text
+        recorder = Recorder()
+        reconstruct(on, "what did Ann paint", 4000, recorder=recorder)
+        assert recorder.selection is not None
+        assert any(c.reason == "second_hop" for c in recorder.selection.ranked)
+    finally:
+        off.close()
+        on.close()

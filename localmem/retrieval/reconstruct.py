@@ -3,7 +3,8 @@
 Orchestration only ("CuePack"; CueMem 4.3-4.4 with learned, selective expansion): the
 pool and its features come from ``pool``, the probability of being evidence from
 ``scorer``, budgeted packing and rendering from ``packing``, antecedent expansion from
-``cable``. Neighbours are never added blindly: they compete on the scorer's probability
+``cable``; under ``retrieval.second_hop`` (off by default) the pool is joined with a
+widened query's (``second_hop``) before packing. Neighbours are never added blindly: they compete on the scorer's probability
 per word under the hard token cap.
 
 One read path: ``trace`` explains a read by giving ``reconstruct`` a :class:`Recorder`,
@@ -25,6 +26,7 @@ from localmem.retrieval import cable
 from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
+from localmem.retrieval.second_hop import second_pool
 from localmem.storage import queries
 from localmem.storage.queries import Filter, TurnRow
 from localmem.storage.store import Store
@@ -49,7 +51,12 @@ def reconstruct(
         pool = candidate_pool(store, query, flt, weights if recorder is None else None)
         if pool is None:
             return Context(query, "", 0, budget_tokens, (), {"candidates": 0})
-        return assemble(store, query, pool, weights.probability(pool.feats), budget_tokens, recorder)
+        prob = weights.probability(pool.feats)
+        if store.params.second_hop > 0:
+            pool, prob, _widened = second_pool(
+                store, query, pool, prob, flt, weights=weights, discount=store.params.second_hop
+            )
+        return assemble(store, query, pool, prob, budget_tokens, recorder)
 
 
 def read_args(

@@ -7,7 +7,8 @@ question lacks are appended to it; the widened query gets its own pool from the 
 read path, scored by the same learned weights. Its turns that the first pool lacks join
 the first pool with ``discount`` times their probability (reason ``second_hop``); turns
 in both keep the first pool's row. Packing then decides on probability per word as for
-every candidate. No model call, no write. Off by default (docs/cable.md, "A second hop").
+every candidate. No model call, no write. Off by default: ``retrieval.second_hop`` is the discount
+(docs/cable.md, "A second hop").
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ def second_pool(
     flt: Filter,
     seeds: int = 3,
     weights: Weights = DEFAULT_WEIGHTS,
+    discount: float = 1.0,
 ) -> tuple[Pool, np.ndarray, str]:
-    """The first pool joined with the widened query's new candidates, their probabilities,
-    and the widened query."""
+    """The first pool joined with the widened query's new candidates, their probabilities
+    (the new ones times ``discount``), and the widened query."""
     top = [int(pool.turn_ids[j]) for j in np.argsort(-prob, kind="stable")[:seeds]]
     rows = queries.turn_rows(store.conn, top)
     q2 = widened_query(query, [rows[t].text for t in top if t in rows])
@@ -68,7 +70,7 @@ def second_pool(
     new = ~np.isin(pool2.turn_ids, pool.turn_ids)
     if not new.any():
         return pool, prob, q2
-    prob2 = weights.probability(pool2.feats)[new]
+    prob2 = discount * weights.probability(pool2.feats)[new]
     idx = np.flatnonzero(new)
     merged = Pool(
         np.concatenate([pool.turn_ids, pool2.turn_ids[new]]),
