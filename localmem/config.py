@@ -11,8 +11,7 @@ Invariants:
   checked for type, range and known key; a bad one is a ``ConfigError`` naming the key
   and where it came from (the file, the environment variable, the argument).
 
-Retrieval parameters carry the values chosen by measurement on the LoCoMo dev data
-(docs/benchmarks.md); docs/configuration.md lists every key.
+Retrieval defaults are chosen by measurement (docs/benchmarks.md); docs/configuration.md lists every key.
 """
 
 from __future__ import annotations
@@ -46,22 +45,17 @@ class RetrievalParams:
     assistant_lists: str = "all"  # "asked": assistant turns listed only when asked about (pool.listable)
     rrf_k: float = 60.0
     speaker_query: bool = True  # a query naming speakers is embedded in their words (speaker_query.py)
-    # >0: a read-time second hop (second_hop.py) joins the candidates of the query widened
-    # with words of the best first-pass turns, at this times their probability. 0 (off):
-    # on LoCoMo and LongMemEval-S it moved recall by a few tenths of a point for a second
-    # pool per read (docs/cable.md, "A second hop").
-    second_hop: float = 0.0
+    second_hop: float = 0.0  # >0: a widened query's pool joins at this discount (second_hop.py; docs/cable.md)
     # Query terms in more than this share of turns (or cues) leave the lexical lists (little
     # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1
-    # Bounded lexical work per query: rarest terms first, at most this many FTS rows per table
-    # (~2 us each); 0: no bound. Above any LoCoMo conversation (docs/benchmarks.md#scale).
+    # Bounded lexical work: rarest terms first, at most this many FTS rows (~2 us each) per
+    # table, above any LoCoMo conversation's; 0: no bound (docs/benchmarks.md#scale).
     lexical_max_rows: int = 5000
-    # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like
-    # statement cues (ranked lists and the scorer's cue features, which were fitted
-    # without them); "fill" = the turns their best matches point at join the pool and
-    # are packed after every model-free candidate, into budget left over, so recall is
-    # never below the model-free figure; "off" = not used (docs/models.md).
+    # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like statement
+    # cues (ranked lists and the scorer's cue features, which were fitted without them); "fill" =
+    # the turns their best matches point at join the pool and are packed after every model-free
+    # candidate, into budget left over, so recall is never below the model-free figure; "off" = not used.
     extracted_cues: str = "fill"
 
     # CABLE expansion (localmem/retrieval/cable.py): seeds are packed turns with cosine to
