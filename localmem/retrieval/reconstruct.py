@@ -4,8 +4,8 @@ Orchestration only ("CuePack"; CueMem 4.3-4.4 with learned, selective expansion)
 pool and its features come from ``pool``, the probability of being evidence from
 ``scorer``, budgeted packing and rendering from ``packing``, antecedent expansion from
 ``cable``; under ``retrieval.second_hop`` (off by default) the pool is joined with a
-widened query's (``second_hop``) before packing. Neighbours are never added blindly: they compete on the scorer's probability
-per word under the hard token cap.
+widened query's (``second_hop``) before packing. Neighbours are never added blindly:
+they compete on the scorer's probability per word under the hard token cap.
 
 One read path: ``trace`` explains a read by giving ``reconstruct`` a :class:`Recorder`,
 never by running the steps itself. Without one the path does no extra work (one

@@ -7,8 +7,8 @@ question lacks are appended to it; the widened query gets its own pool from the 
 read path, scored by the same learned weights. Its turns that the first pool lacks join
 the first pool with ``discount`` times their probability (reason ``second_hop``); turns
 in both keep the first pool's row. Packing then decides on probability per word as for
-every candidate. No model call, no write. Off by default: ``retrieval.second_hop`` is the discount
-(docs/cable.md, "A second hop").
+every candidate. No model call, no write. Off by default; ``retrieval.second_hop`` is
+the discount (docs/cable.md, "A second hop").
 """
 
 from __future__ import annotations
