@@ -53,9 +53,9 @@ class RetrievalParams:
     # table, above any LoCoMo conversation's; 0: no bound (docs/benchmarks.md#scale).
     lexical_max_rows: int = 5000
     # Model-extracted cues (triples, keywords, facts) on the read path: "all" = like statement
-    # cues (ranked lists and the scorer's cue features, which were fitted without them); "fill" =
-    # the turns their best matches point at join the pool and are packed after every model-free
-    # candidate, into budget left over, so recall is never below the model-free figure; "off" = not used.
+    # cues (ranked lists and the scorer's cue features, which were fitted without them); "fill" = the
+    # turns their best matches point at join the pool and are packed after every model-free candidate,
+    # into budget left over, so recall is never below the model-free figure; "off" = not used (docs/models.md).
     extracted_cues: str = "fill"
 
     # CABLE expansion (localmem/retrieval/cable.py): seeds are packed turns with cosine to

@@ -80,12 +80,11 @@ def _hop_store(tmp_path: Path, discount: float) -> Store:
 def test_reconstruct_joins_the_second_hop_only_when_the_setting_is_on(tmp_path: Path) -> None:
     off, on = _hop_store(tmp_path, 0.0), _hop_store(tmp_path, 1.0)
     try:
-        assert "Lake Tahoe" in reconstruct(off, "what did Ann paint", 4000).text
-        assert "Tahoe cabin" not in reconstruct(off, "what did Ann paint", 4000).text
-        ctx = reconstruct(on, "what did Ann paint", 4000)
-        assert "Lake Tahoe" in ctx.text and "Tahoe cabin" in ctx.text
+        text = reconstruct(off, "what did Ann paint", 4000).text
+        assert "Lake Tahoe" in text and "Tahoe cabin" not in text
         recorder = Recorder()
-        reconstruct(on, "what did Ann paint", 4000, recorder=recorder)
+        text = reconstruct(on, "what did Ann paint", 4000, recorder=recorder).text
+        assert "Lake Tahoe" in text and "Tahoe cabin" in text
         assert recorder.selection is not None
         assert any(c.reason == "second_hop" for c in recorder.selection.ranked)
     finally:
