@@ -10,7 +10,7 @@ from localmem.config import RetrievalParams, Settings
 from localmem.retrieval import second_hop
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.reconstruct import Recorder, reconstruct
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS
+from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
 from localmem.storage.queries import Filter
 from localmem.storage.store import Store
 
@@ -87,6 +87,11 @@ def test_reconstruct_joins_the_second_hop_only_when_the_setting_is_on(tmp_path: 
         assert "Lake Tahoe" in text and "Tahoe cabin" in text
         assert recorder.selection is not None
         assert any(c.reason == "second_hop" for c in recorder.selection.ranked)
+        # A traced read explains every row alike: the widened pool's zero-weight
+        # features are computed too, not left 0 as an untraced read leaves them.
+        assert recorder.pool is not None
+        hop = [r[0] == "second_hop" for r in recorder.pool.reasons]
+        assert np.all(recorder.pool.feats[hop, FEATURES.index("scent")] != 0.0)
     finally:
         off.close()
         on.close()

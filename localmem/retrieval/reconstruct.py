@@ -54,7 +54,14 @@ def reconstruct(
         prob = weights.probability(pool.feats)
         if store.params.second_hop > 0:
             pool, prob, _widened = second_pool(
-                store, query, pool, prob, flt, weights=weights, discount=store.params.second_hop
+                store,
+                query,
+                pool,
+                prob,
+                flt,
+                weights=weights,
+                discount=store.params.second_hop,
+                every_feature=recorder is not None,
             )
         return assemble(store, query, pool, prob, budget_tokens, recorder)
 

@@ -56,15 +56,18 @@ def second_pool(
     seeds: int = 3,
     weights: Weights = DEFAULT_WEIGHTS,
     discount: float = 1.0,
+    every_feature: bool = False,
 ) -> tuple[Pool, np.ndarray, str]:
     """The first pool joined with the widened query's new candidates, their probabilities
-    (the new ones times ``discount``), and the widened query."""
+    (the new ones times ``discount``), and the widened query. ``every_feature`` computes
+    the widened pool's zero-weight features too, as a traced first pool has them, so the
+    joined rows explain alike."""
     top = [int(pool.turn_ids[j]) for j in np.argsort(-prob, kind="stable")[:seeds]]
     rows = queries.turn_rows(store.conn, top)
     q2 = widened_query(query, [rows[t].text for t in top if t in rows])
     if q2 == query:
         return pool, prob, q2
-    pool2 = candidate_pool(store, q2, flt, weights)
+    pool2 = candidate_pool(store, q2, flt, None if every_feature else weights)
     if pool2 is None:
         return pool, prob, q2
     new = ~np.isin(pool2.turn_ids, pool.turn_ids)
