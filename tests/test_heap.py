@@ -58,8 +58,10 @@ def test_idle_release_trims_once_after_a_burst_of_calls() -> None:
     idle = IdleRelease(delay=0.3, release=fake_release)
     last = 0.0
     for _ in range(5):  # a burst: each poke pushes the trim back
-        idle.poke()
+        # Read before the poke: the timer counts from inside it, so a busy machine that
+        # delays this thread after the poke cannot make the trim look early.
         last = time.monotonic()
+        idle.poke()
         time.sleep(0.05)
     assert done.wait(10)
     time.sleep(0.6)  # a second trim would have come by now
