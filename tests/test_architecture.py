@@ -37,6 +37,8 @@ LAZY_ALLOWED = (
     "starlette",
     "keyring",  # optional: the OS keyring as a key source (storage/keys.py)
     "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/agecrypt.py)
+    "localmem.train",  # PyTorch (the train extra): loaded only by `localmem train` (cli/train.py)
+    "onnx",  # the train extra: writing a trained model (train/export.py)
 )
 
 

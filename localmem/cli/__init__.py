@@ -27,6 +27,7 @@ from localmem.cli import admin, cable_flags, enrichment, export, memory, pairlin
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
+from localmem.cli.train import add_train_parser
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
 from localmem.storage import faults
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         admin.add_mcp_config,
         ui.add_ui,
         add_bench_parser,
+        add_train_parser,
     ):
         add(sub)
     return p
