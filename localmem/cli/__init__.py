@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
     p.add_argument(
         "--embedder",
-        help="embedding model: 'default' (MiniLM ONNX) or a .gguf file (default: $LOCALMEM_EMBEDDER or config)",
+        help="embedding model: 'default' (MiniLM ONNX), a .gguf file or an ONNX embedder folder "
+        "(default: $LOCALMEM_EMBEDDER or config)",
     )
     secure.add_key_file_flag(p)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")

@@ -1,11 +1,12 @@
 """``localmem train eval``: how high an embedder ranks held-out evidence, list by list.
 
-For LongMemEval questions (one cross-validation fold, or all of a file) every turn of
-their haystacks is embedded as a store would embed it (``embed_with_spans``: the turn
+For LongMemEval questions (one cross-validation fold, or all of a file) the turns of
+their haystacks are embedded as a store would embed them (``embed_with_spans``: the turn
 vector and its statement cues pooled from the same pass). Per question, each evidence
-turn is ranked by turn cosine and by its best cue's cosine, among the turns of its own
-haystack ("haystack") and among all the fold's turns at once ("pooled", the shape of
-one store holding many histories). Reported: the mean share of a question's evidence in
+turn is ranked by turn cosine and by its best cue's cosine among the turns of its own
+role (user or assistant: the scorer separates the two already), in its own haystack
+("haystack") and over all the fold's haystacks at once ("pooled", the shape of one
+store holding many histories). Reported: the mean share of a question's evidence in
 the top k of each list, per embedder. The read path's scorer is not involved: this is
 the signal the embedder gives it, computed in minutes instead of a bench's hour.
 
@@ -88,23 +89,35 @@ def _recall(scores: np.ndarray, candidates: np.ndarray, evidence: np.ndarray) ->
 
 
 def score(
-    questions: Sequence[corpus.Question], keys: Sequence[str], vecs: Vectors, qvecs: np.ndarray
+    questions: Sequence[corpus.Question], turns: Sequence[corpus.Turn], vecs: Vectors, qvecs: np.ndarray
 ) -> dict[str, float]:
-    """Mean recall@k of each list over ``questions`` (see the module docstring)."""
-    row = {k: i for i, k in enumerate(keys)}
-    everything = np.arange(len(keys))
+    """Mean recall@k of each list over ``questions`` (see the module docstring); an
+    evidence turn is ranked among the turns of its own role."""
+    row = {t.key: i for i, t in enumerate(turns)}
+    roles = np.asarray([t.role for t in turns])
     sums: dict[str, float] = {}
     for q, qv in zip(questions, qvecs, strict=True):
         turn_s = vecs.turns @ qv
         cue_s = np.maximum.reduceat(vecs.cues @ qv, vecs.starts)
-        own = np.asarray(sorted({row[k] for k in q.haystack}))
-        ev = np.asarray([row[k] for k in q.evidence])
-        for lst, s in (("turn", turn_s), ("cue", cue_s)):
-            for where, cands in (("haystack", own), ("pooled", everything)):
-                for k, v in _recall(s, cands, ev).items():
-                    name = f"{where} {lst}@{k}"
-                    sums[name] = sums.get(name, 0.0) + v
+        own = np.zeros(len(turns), dtype=bool)
+        own[[row[k] for k in q.haystack if k in row]] = True
+        for key in q.evidence:
+            same = roles == roles[row[key]]
+            ev = np.asarray([row[key]])
+            for lst, s in (("turn", turn_s), ("cue", cue_s)):
+                for where, cands in (("haystack", np.flatnonzero(own & same)), ("pooled", np.flatnonzero(same))):
+                    for k, v in _recall(s, cands, ev).items():
+                        name = f"{where} {lst}@{k}"
+                        sums[name] = sums.get(name, 0.0) + v / len(q.evidence)
     return {k: round(100 * v / max(1, len(questions)), 1) for k, v in sums.items()}
+
+
+def candidates(corp: corpus.Corpus) -> list[corpus.Turn]:
+    """The turns an evidence turn is ranked among: every user turn of the questions'
+    haystacks, and the assistant turns of the haystacks whose evidence the assistant
+    said (assistant turns are long: embedding them all would cost ~5x the time)."""
+    asked = {k for q in corp.questions if any(corp.turns[e].role != "user" for e in q.evidence) for k in q.haystack}
+    return [t for t in corp.turns.values() if t.role == "user" or t.key in asked]
 
 
 def run(
@@ -121,14 +134,13 @@ def run(
     )
     corp = corpus.load(data, only=chosen)
     qs = corp.questions
-    keys = list(corp.turns)
-    turns = [corp.turns[k] for k in keys]
+    turns = candidates(corp)
     log(f"{len(qs)} questions, {len(turns)} turns")
     rows = []
     for emb in embedders:
         vecs = _cached(emb, turns, cache, log)
         qvecs = emb.embed([q.text for q in qs])
-        rows.append({"embedder": emb.model_id, **score(qs, keys, vecs, qvecs)})
+        rows.append({"embedder": emb.model_id, **score(qs, turns, vecs, qvecs)})
     return {"data": str(data), "fold": fold, "folds": folds, "questions": len(qs), "turns": len(turns), "rows": rows}
 
 
