@@ -32,11 +32,11 @@ SCALE = 20.0
 
 @dataclass(frozen=True)
 class Recipe:
-    epochs: int = 1
+    epochs: int = 2
     batch: int = 32
     lr: float = 2e-5
-    asked: int = 1000  # self-supervised pairs drawn per epoch, of each kind
-    sentences: int = 1000
+    asked: int = 250  # self-supervised pairs drawn per epoch, of each kind
+    sentences: int = 250
     cue_weight: float = 1.0
     max_tokens: int = 128
     query_tokens: int = 64
