@@ -19,6 +19,7 @@ def render(record: dict[str, Any]) -> str:
         if held
         else ""
     )
+    mined = " (negatives read from a cache of an earlier run)" if record.get("negatives_from_cache") else ""
     return f"""# {record["name"]}
 
 A sentence embedder for conversational memory: all-MiniLM-L6-v2 fine-tuned so that a
@@ -46,7 +47,8 @@ localmem ships by default, so it embeds at the same speed.
 - **Recipe:** {r["epochs"]} epoch(s), batch {r["batch"]}, AdamW lr {r["lr"]} (10% warm-up, linear
   decay), turns cut at {r["max_tokens"]} tokens, queries at {r["query_tokens"]}, seed {r["seed"]},
   {r["threads"]} CPU threads; {record["steps"]} steps over {record["pairs_trained"]:,} pairs.
-- **Time:** mining {s["mining"]} s, training {s["training"]} s on a shared 2-core CPU.
+- **Time:** reading the data and mining {s["reading_and_mining"]:,} s{mined}, training
+  {s["training"]:,} s wall / {s["training_cpu"]:,} s CPU (a 2-core machine shared with other jobs).
 - **Export:** every 2-D weight int8 with a float32 scale (max|w|/127 per row of the
   embedding tables, per output column of the matrices), written into the shipped graph;
   exporting the base checkpoint this way reproduces the shipped file byte for byte.

@@ -38,7 +38,8 @@ def digest(path: Path) -> str:
 
 def _mined(
     corp: corpus.Corpus, qpairs: list[pairs.Pair], cache: Path | None, key: str, log: Callable[[str], None]
-) -> list[pairs.Pair]:
+) -> tuple[list[pairs.Pair], bool]:
+    """The question pairs with their mined negatives, and whether they came from ``cache``."""
     wanted = [f"{p.query}\x00{p.positive}" for p in qpairs]
     if cache is not None and cache.is_file():
         saved = json.loads(cache.read_text("utf-8"))
@@ -49,12 +50,12 @@ def _mined(
             return [
                 replace(p, negatives=tuple(k for k in saved["negatives"][w] if k in corp.turns))
                 for p, w in zip(qpairs, wanted, strict=True)
-            ]
+            ], True
     out = mining.mine(corp, qpairs, OnnxMiniLM(), log=log)
     if cache is not None:
         negs = {w: list(p.negatives) for p, w in zip(out, wanted, strict=True)}
         cache.write_text(json.dumps({"key": key, "negatives": negs}), "utf-8")
-    return out
+    return out, False
 
 
 def run(
@@ -79,14 +80,18 @@ def run(
     )
     data_digest = digest(data)
     excl = sorted(digest(p) for p in exclude)
-    mined = _mined(corp, qpairs, cache, f"{data_digest}:{','.join(excl)}", log)
+    mined, cached = _mined(corp, qpairs, cache, f"{data_digest}:{','.join(excl)}", log)
     t_mined = time.perf_counter()
     folder = base or base_folder()
     model = load_base(folder)
     base_weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     stats = trainer.train(model, corp, mined, asked, sentences, recipe, log)
     weights = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-    seconds = {"mining": round(t_mined - t0, 1), "training": stats["seconds"]}
+    seconds = {
+        "reading_and_mining": round(t_mined - t0, 1),
+        "training": stats["seconds"],
+        "training_cpu": stats["cpu_seconds"],
+    }
     record: dict[str, Any] = {
         "name": MODEL_NAME,
         "data": {"path": str(data), "sha256": data_digest, "excluded": [str(p) for p in exclude]},
@@ -101,6 +106,7 @@ def run(
             "sentence_pairs": len(sentences),
         },
         "seconds": seconds,
+        "negatives_from_cache": cached,
         "steps": stats["steps"],
         "pairs_trained": stats["pairs"],
     }

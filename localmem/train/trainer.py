@@ -113,7 +113,7 @@ def train(
     )
     rng = random.Random(recipe.seed)
     model.train()
-    t0, step, turn_sum, cue_sum, since = time.perf_counter(), 0, 0.0, 0.0, 0
+    t0, cpu0, step, turn_sum, cue_sum, since = time.perf_counter(), time.process_time(), 0, 0.0, 0.0, 0
     for e, chosen in enumerate(per_epoch):
         for start in range(0, len(chosen), recipe.batch):
             b = batches.build(chosen[start : start + recipe.batch], corpus.turns, answers, q_tok, d_tok, rng)
@@ -133,4 +133,9 @@ def train(
                 )
                 turn_sum, cue_sum, since = 0.0, 0.0, 0
     model.eval()
-    return {"steps": step, "seconds": round(time.perf_counter() - t0, 1), "pairs": sum(len(p) for p in per_epoch)}
+    return {
+        "steps": step,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "cpu_seconds": round(time.process_time() - cpu0, 1),
+        "pairs": sum(len(p) for p in per_epoch),
+    }
