@@ -59,6 +59,7 @@ def add_train_parser(sub: Any) -> None:
     c.add_argument("--fold", type=int, help="only this fold of --folds (as `train embedder --fold`)")
     c.add_argument("--folds", type=int, default=5, help="folds for --fold (default 5)")
     c.add_argument("--cache", type=Path, help="folder to keep each embedder's vectors in between runs")
+    c.add_argument("--sample", type=int, help="rank among N random distractor turns plus the evidence (faster)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_eval)
 
@@ -108,7 +109,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     from localmem.train import evaluate
 
     embedders = [default_embedder(spec) for spec in args.model or ["default"]]
-    result = evaluate.run(args.data, embedders, args.fold, args.folds, args.cache, _log)
+    result = evaluate.run(args.data, embedders, args.fold, args.folds, args.cache, _log, args.sample)
     print(evaluate.table(result))
     if args.json:
         print(json.dumps(result))

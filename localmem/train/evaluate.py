@@ -16,6 +16,7 @@ however many haystacks hold it; vectors may be cached per embedder id in ``cache
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,15 @@ def candidates(corp: corpus.Corpus) -> list[corpus.Turn]:
     return [t for t in corp.turns.values() if t.role == "user" or t.key in asked]
 
 
+def sampled(turns: list[corpus.Turn], questions: Sequence[corpus.Question], n: int, seed: int = 1) -> list[corpus.Turn]:
+    """``n`` of ``turns`` drawn at random, plus every evidence turn (a cheaper check:
+    evidence ranked among a random sample of the distractors)."""
+    evidence = {k for q in questions for k in q.evidence}
+    rest = [t for t in turns if t.key not in evidence]
+    keep = {t.key for t in random.Random(seed).sample(rest, min(n, len(rest)))} | evidence
+    return [t for t in turns if t.key in keep]
+
+
 def run(
     data: Path,
     embedders: Sequence[Embedder],
@@ -127,6 +137,7 @@ def run(
     folds: int = 5,
     cache: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    sample: int | None = None,
 ) -> dict[str, Any]:
     items = corpus.read_items(data)
     chosen = (
@@ -135,20 +146,31 @@ def run(
     corp = corpus.load(data, only=chosen)
     qs = corp.questions
     turns = candidates(corp)
+    if sample is not None:
+        turns = sampled(turns, qs, sample)
     log(f"{len(qs)} questions, {len(turns)} turns")
     rows = []
     for emb in embedders:
         vecs = _cached(emb, turns, cache, log)
         qvecs = emb.embed([q.text for q in qs])
         rows.append({"embedder": emb.model_id, **score(qs, turns, vecs, qvecs)})
-    return {"data": str(data), "fold": fold, "folds": folds, "questions": len(qs), "turns": len(turns), "rows": rows}
+    return {
+        "data": str(data),
+        "fold": fold,
+        "folds": folds,
+        "sample": sample,
+        "questions": len(qs),
+        "turns": len(turns),
+        "rows": rows,
+    }
 
 
 def table(result: dict[str, Any]) -> str:
     cols = [c for c in result["rows"][0] if c != "embedder"]
     lines = [
         f"evidence in the top k (%), {result['questions']} questions, {result['turns']} turns"
-        + (f", fold {result['fold']} of {result['folds']}" if result["fold"] is not None else ""),
+        + (f", fold {result['fold']} of {result['folds']}" if result["fold"] is not None else "")
+        + (f" (a random {result['sample']} of the distractors)" if result.get("sample") else ""),
         "| embedder | " + " | ".join(cols) + " |",
         "|---|" + "---|" * len(cols),
     ]

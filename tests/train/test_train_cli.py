@@ -54,3 +54,13 @@ def test_training_without_torch_says_what_to_install(tmp_path: Path) -> None:
 def test_a_bad_fold_is_refused(tmp_path: Path) -> None:
     proc = run("train", "eval", "--data", str(tmp_path / "x.json"), "--fold", "5", "--folds", "5")
     assert proc.returncode != 0 and "--fold must be in 0..4" in proc.stderr
+
+
+def test_eval_on_a_sample_keeps_every_evidence_turn(tmp_path: Path) -> None:
+    data = tmp_path / "lme.json"
+    data.write_text(json.dumps(ITEMS))
+    proc = run("train", "eval", "--data", str(data), "--sample", "1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["turns"] == 4 and result["sample"] == 1  # the 3 evidence turns and 1 of the 2 others
+    assert "(a random 1 of the distractors)" in proc.stdout
