@@ -129,7 +129,7 @@ class Settings:
     job_attempts: int = 3  # a job that failed this often is parked
     budget_tokens: int = 2000  # a reconstruct call's token budget when none is given
     max_budget_tokens: int = 32000  # a larger requested budget is refused (MCP: capped)
-    replica: str | None = None  # localmem replicate's target: file:///…, sftp://…, s3://… (storage/replica.py)
+    replica: str | None = None  # localmem replicate's target: file:///…, sftp://…, s3://… (storage/copies/replica.py)
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
     cable: CableParams = field(default_factory=CableParams)
 

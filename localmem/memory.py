@@ -25,7 +25,7 @@ from localmem.models.embedding import Embedder
 from localmem.models.llm import LlamaGenerator
 from localmem.records import Context, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 
 def open_store(

@@ -29,9 +29,9 @@ from localmem.errors import InputError
 from localmem.models.replies import CallRecord
 from localmem.records import MAX_TURN_CHARS, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
-from localmem.storage import calls
-from localmem.storage.store import Store
-from localmem.storage.traversal import session_started
+from localmem.storage.layers import calls
+from localmem.storage.reads.traversal import session_started
+from localmem.storage.write.store import Store
 from localmem.util.text import parse_time
 from mcp_server import traversal
 from mcp_server.args import (

@@ -19,8 +19,8 @@ from localmem.config import Settings
 from localmem.errors import ModelError
 from localmem.models.llm import Generation
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import keys
-from localmem.storage.store import Store
+from localmem.storage.engine import keys
+from localmem.storage.write.store import Store
 
 
 class HashEmbedder:

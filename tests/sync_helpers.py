@@ -8,9 +8,9 @@ from typing import Any
 
 from localmem.config import Settings
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import changes as door
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write import changes as door
+from localmem.storage.write.store import Store
 from localmem.sync.keys import Keyring
 from localmem.sync.run import Pass, sync_once
 from tests.conftest import HashEmbedder

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage import agecrypt, keys
-from localmem.storage.store import Store
+from localmem.storage.copies import age as agecrypt
+from localmem.storage.engine import keys
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import driver
 

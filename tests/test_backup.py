@@ -13,7 +13,7 @@ from pathlib import Path
 
 import apsw
 
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import ROOT, driver
 
@@ -22,7 +22,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from tests.conftest import HashEmbedder
 from localmem.records import TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 store = Store(sys.argv[1], embedder=HashEmbedder())
 print("ready", flush=True)
 k = 0

@@ -12,8 +12,8 @@ from localmem.bench import scale, synthetic
 from localmem.cli import build_parser
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 from .test_cli import run as run_cli

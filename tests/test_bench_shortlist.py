@@ -9,7 +9,7 @@ from pathlib import Path
 
 from localmem.bench import shortlist
 from localmem.records import TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 
 

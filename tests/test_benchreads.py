@@ -1,5 +1,5 @@
-"""The benchmarks' named reads (``storage/benchreads``) and their bench-only edits of a
-store (``storage/synthetic``), on a store written by the real write path."""
+"""The benchmarks' named reads (``storage/bench/reads``) and their bench-only edits of a
+store (``storage/bench/synthetic``), on a store written by the real write path."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pytest
 
 from localmem.errors import NotFound
 from localmem.records import SessionIn
-from localmem.storage import benchreads as br
-from localmem.storage import db
-from localmem.storage.store import Store
-from localmem.storage.synthetic import add_antecedent_edges, drop_jobs_outside_sessions, keep_jobs_of_first_turns
+from localmem.storage.bench import reads as br
+from localmem.storage.bench.synthetic import add_antecedent_edges, drop_jobs_outside_sessions, keep_jobs_of_first_turns
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 
 
 def test_counts_and_lookups_read_what_the_write_path_stored(store: Store, garden_sessions: list[SessionIn]) -> None:

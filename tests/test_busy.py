@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import apsw
 
-from localmem.storage.retry import WAITING
+from localmem.storage.engine.retry import WAITING
 from tests.test_ingest_runner import driver, jsonl_lines
 
 HOLD = """

@@ -20,8 +20,8 @@ from localmem.enrichment.worker import run_worker
 from localmem.models.llm import Generation
 from localmem.records import SessionIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.queue import claim
-from localmem.storage.store import Store
+from localmem.storage.layers.queue import claim
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 
@@ -341,7 +341,7 @@ def test_expansion_respects_tau(tmp_path: Path) -> None:
 def test_expansion_novelty_filter_theta(tmp_path: Path) -> None:
     from localmem.retrieval.cable import expand
     from localmem.retrieval.packing import Candidate
-    from localmem.storage.queries import turn_rows
+    from localmem.storage.reads.queries import turn_rows
 
     with expansion_store(tmp_path, temporal_window=0) as store:
         store.write_sessions(
@@ -494,7 +494,7 @@ def test_smollm2_builds_antecedent_links_end_to_end(tmp_path: Path, monkeypatch:
     pytest.importorskip("llama_cpp")
     from localmem.errors import ModelError
     from localmem.models import llm
-    from localmem.storage import queue
+    from localmem.storage.layers import queue
 
     try:
         gen = llm.get_generator(None, n_ctx=2048, n_threads=1)

@@ -14,7 +14,7 @@ from localmem.answering.explore import tool_list
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.records import SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.toolkit import catalog
 from mcp_server import traversal
 from mcp_server.tools import build

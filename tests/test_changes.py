@@ -1,4 +1,4 @@
-"""The one door for changes (localmem/storage/changes.py): every change to the facts made
+"""The one door for changes (localmem/storage/write/changes.py): every change to the facts made
 through the public paths leaves exactly one journal row, keyed by content identity, whose
 data replays it without local rowids; derived rows leave none; a rolled-back transaction
 leaves none. Real SQLite throughout; only the models are faked."""
@@ -19,10 +19,10 @@ from localmem.enrichment.themes import run_themes
 from localmem.enrichment.worker import run_topics, run_worker
 from localmem.memory import Memory
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db
-from localmem.storage.changes import cue_key, session_key
-from localmem.storage.queue import claim
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.layers.queue import claim
+from localmem.storage.write.changes import cue_key, session_key
+from localmem.storage.write.store import Store
 
 from .conftest import ScriptedGenerator, session
 from .test_cable import CableFake, Enriching, make_store
@@ -296,7 +296,7 @@ FACT_WRITES = re.compile(
 # What may write a fact table besides the door: the theme pass's local work marker, and
 # the benchmarks' synthetic stores, built in bulk without a journal (never user data).
 ALLOWED = {
-    ("localmem/storage/topics.py", "UPDATE topics SET themed = 1"),
+    ("localmem/storage/layers/topics.py", "UPDATE topics SET themed = 1"),
     ("localmem/bench/latency.py", "'antecedent', 0.8, 'synthetic'"),
 }
 UNJOURNALED = re.compile(r"synthetic")
@@ -307,9 +307,9 @@ def test_only_the_door_writes_the_facts() -> None:
     found = []
     for path in sorted((root / "localmem").rglob("*.py")) + sorted((root / "mcp_server").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel == "localmem/storage/changes.py" or UNJOURNALED.search(path.name):
+        if rel == "localmem/storage/write/changes.py" or UNJOURNALED.search(path.name):
             continue
         for line in path.read_text("utf-8").splitlines():
             if FACT_WRITES.search(line) and not any(rel == f and snippet in line for f, snippet in ALLOWED):
                 found.append(f"{rel}: {line.strip()}")
-    assert found == [], "a change to the facts outside localmem/storage/changes.py:\n" + "\n".join(found)
+    assert found == [], "a change to the facts outside localmem/storage/write/changes.py:\n" + "\n".join(found)

@@ -25,7 +25,7 @@ from localmem.config import Settings
 from localmem.errors import NotFound
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

@@ -10,8 +10,8 @@ import pytest
 
 from localmem.errors import NotFound, SchemaError
 from localmem.records import TurnIn
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 
 
@@ -199,7 +199,7 @@ def test_connections_are_typed_apsw_connections(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from localmem.storage import db
+from localmem.storage.engine import db
 conn = db.connect(sys.argv[1])
 with db.transaction(conn):
     conn.execute("INSERT INTO t VALUES (10)")

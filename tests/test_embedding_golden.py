@@ -16,9 +16,9 @@ import pytest
 from localmem.config import Settings
 from localmem.models.embedding import OnnxMiniLM
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.prepare import statement_spans
-from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_vectors
+from localmem.storage.write.prepare import statement_spans
+from localmem.storage.write.store import Store
+from localmem.storage.write.vectorize import turn_vectors
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "embedding_golden.npz"
 TOL = 1e-4

@@ -20,8 +20,10 @@ import pytest
 
 from localmem.errors import ConfigError
 from localmem.records import TurnIn
-from localmem.storage import backup, crypto, keys
-from localmem.storage.store import Store
+from localmem.storage.copies import backup
+from localmem.storage.copies import convert as crypto
+from localmem.storage.engine import keys
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import driver
 

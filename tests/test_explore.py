@@ -15,7 +15,7 @@ from localmem.answering.explore import ANSWER_SCHEMA, TOOLS, explore, navigate_s
 from localmem.errors import ModelError
 from localmem.models.llm import Generation
 from localmem.records import SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

@@ -23,7 +23,7 @@ from localmem.ingest import detect, export, load
 from localmem.ingest._json import first_line_id
 from localmem.ingest.runner import ingest_file
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 
 TRICKY = [

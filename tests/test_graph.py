@@ -12,8 +12,8 @@ import pytest
 
 from localmem.config import Settings
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import graph
-from localmem.storage.store import Store
+from localmem.storage.write import graph
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

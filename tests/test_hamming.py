@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from localmem.storage import hamming
+from localmem.storage.vectors import hamming
 
 
 def full_sort(d: np.ndarray, ok: np.ndarray | None, size: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 
 from localmem.errors import InputError
 from localmem.ingest import detect, load
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 
 def locomo_doc() -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner, units
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 from .test_ingest import lme_doc, locomo_doc

@@ -19,8 +19,8 @@ from localmem.errors import InputError
 from localmem.ingest import load, runner
 from localmem.ingest._units import TURN_RECORD_BYTES
 from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
-from localmem.storage.prepare import MAX_STATEMENT_CUES
-from localmem.storage.store import Store
+from localmem.storage.write.prepare import MAX_STATEMENT_CUES
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import driver
 

@@ -20,7 +20,7 @@ import pytest
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import runner, state
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

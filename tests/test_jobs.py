@@ -21,8 +21,8 @@ from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.worker import run_worker
 from localmem.records import SessionIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import queue as jobs
-from localmem.storage.store import Store
+from localmem.storage.layers import queue as jobs
+from localmem.storage.write.store import Store
 from localmem.util.clock import now_iso
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
@@ -141,7 +141,7 @@ WORKER = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     from localmem.config import Settings
     from localmem.enrichment.worker import run_worker
-    from localmem.storage.store import Store
+    from localmem.storage.write.store import Store
     from tests.conftest import HashEmbedder, ScriptedGenerator
 
     def slow(turns):

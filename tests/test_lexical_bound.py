@@ -1,4 +1,4 @@
-"""Bounded lexical work per query (``storage/queries.lexical`` with ``max_rows``): real
+"""Bounded lexical work per query (``storage/reads/queries.lexical`` with ``max_rows``): real
 FTS5 tables, the work counted in SQLite virtual-machine steps (a progress handler)."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 
 from localmem.config import RetrievalParams, Settings
 from localmem.errors import ConfigError
-from localmem.storage import db, queries
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.reads import queries
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

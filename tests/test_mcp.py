@@ -19,8 +19,8 @@ from localmem.config import Settings
 from localmem.enrichment.worker import run_topics, run_worker
 from localmem.models.llm import EMBEDDED_FILE
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 from mcp_server import build_server, clientconfig
 from tests.conftest import ScriptedGenerator
 from tests.test_themes import ConceptEmbedder, six_sessions, theme_of

@@ -16,7 +16,7 @@ from mcp import Client
 
 from localmem.models.llm import Generation
 from localmem.records import SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from mcp_server import build_server
 
 pytestmark = pytest.mark.anyio

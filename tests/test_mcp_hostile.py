@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 
 from localmem.config import Settings
 from localmem.records import MAX_TURN_CHARS, SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from mcp_server import build_server
 from mcp_server.args import MAX_CHARS_PER_CALL, MAX_TURNS_PER_CALL
 

@@ -9,7 +9,7 @@ import numpy as np
 from localmem.bench import cable_fit
 from localmem.enrichment import pairverify
 from localmem.enrichment.pairverify import MODEL_ID, PAIR_FEATURES, PairWeights
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, session
 

@@ -1,4 +1,4 @@
-"""Pipelined writes (storage/pipeline.py, Store.write_stream): batch k+1 is embedded while
+"""Pipelined writes (storage/write/pipeline.py, Store.write_stream): batch k+1 is embedded while
 batch k commits; batches commit in order, each in its own transaction; a failure in
 batch k leaves the batches before it committed and nothing of k or later."""
 
@@ -14,8 +14,8 @@ import pytest
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.pipeline import pipelined
-from localmem.storage.store import Store
+from localmem.storage.write.pipeline import pipelined
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, session
 

@@ -20,10 +20,12 @@ from localmem.bench import synthetic
 from localmem.config import Settings
 from localmem.models.embedding import OnnxMiniLM
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db, hamming, vectors
-from localmem.storage.store import Store
-from localmem.storage.vectable import UNDATED, quantize
-from localmem.storage.vectors import FILE_SHORTLIST, RESCORED, SHORTLIST
+from localmem.storage.engine import db
+from localmem.storage.vectors import hamming
+from localmem.storage.vectors import table_mirror as vectors
+from localmem.storage.vectors.stored import UNDATED, quantize
+from localmem.storage.vectors.table_mirror import FILE_SHORTLIST, RESCORED, SHORTLIST
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 
@@ -185,9 +187,9 @@ from pathlib import Path
 sys.path.insert(0, {root!r})
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import vectors
+from localmem.storage.vectors import table_mirror as vectors
 vectors.HELD_ROWS = 1000  # the large store below: its mirrors must hold no float32 vectors
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 
 def anon():
@@ -285,7 +287,7 @@ def test_a_store_with_vec0_tables_migrates_to_codes(tmp_path: Path, at_version: 
 
 
 def test_id_arrays_are_int32_and_widen_when_an_id_does_not_fit() -> None:
-    from localmem.storage.vectors import CueMirror, TurnMirror
+    from localmem.storage.vectors.table_mirror import CueMirror, TurnMirror
 
     cm = CueMirror(16)
     assert cm.ids.dtype == np.int32 and cm.turns.dtype == np.int32

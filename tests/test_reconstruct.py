@@ -10,9 +10,9 @@ from localmem.retrieval.packing import NOTE, QUOTE, Candidate, line_words, pack,
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.reconstruct import reconstruct, select
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS
-from localmem.storage import queries
-from localmem.storage.queries import Filter, TurnRow
-from localmem.storage.store import Store
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter, TurnRow
+from localmem.storage.write.store import Store
 from localmem.util.text import count_tokens, words_for_tokens
 
 
@@ -157,7 +157,7 @@ def test_empty_store_gives_empty_context(store: Store) -> None:
 
 
 def test_common_query_terms_are_left_out_unless_nothing_remains(store: Store, garden_sessions: list[SessionIn]) -> None:
-    from localmem.storage import queries
+    from localmem.storage.reads import queries
 
     store.write_sessions(garden_sessions)
     texts = dict(store.conn.execute("SELECT id, text FROM turns").fetchall())
@@ -215,7 +215,7 @@ def test_a_feature_without_weight_is_skipped_only_when_weights_say_so(
 
     from localmem.retrieval.pool import candidate_pool
     from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
-    from localmem.storage.queries import Filter
+    from localmem.storage.reads.queries import Filter
 
     store.write_sessions(garden_sessions)
     col = FEATURES.index("scent")

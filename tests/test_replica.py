@@ -20,8 +20,10 @@ import pytest
 from localmem.bench import replicate as bench
 from localmem.errors import ConfigError, LocalmemError
 from localmem.records import TurnIn
-from localmem.storage import keys, replica, replica_restore
-from localmem.storage.store import Store
+from localmem.storage.copies import replica
+from localmem.storage.copies import restore as replica_restore
+from localmem.storage.engine import keys
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import ROOT, driver
 
@@ -103,7 +105,7 @@ import sys
 sys.path.insert(0, {str(ROOT)!r})
 from tests.conftest import HashEmbedder
 from localmem.records import TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 s = Store(sys.argv[1], embedder=HashEmbedder())
 s.write([TurnIn(sys.argv[2], speaker="Ben")], session="b")
 s.close()

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage import replica, replica_live
-from localmem.storage.store import Store
+from localmem.storage.copies import replica
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import driver
 from tests.test_replica import env, needs_litestream
@@ -22,7 +23,7 @@ from tests.test_replica import env, needs_litestream
 PRAGMA_IN_ANOTHER_PROCESS = """
 import sys
 from localmem.records import TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 store = Store(sys.argv[1], embedder=HashEmbedder())
 store.write([TurnIn("written by another process", speaker="Bo")], session="other")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage import replica_restore
-from localmem.storage.store import Store
+from localmem.storage.copies import restore as replica_restore
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 from tests.test_ingest_runner import driver
 from tests.test_replica import env, needs_litestream, texts

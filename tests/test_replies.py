@@ -1,5 +1,5 @@
 """The one model-reply parser (localmem/models/replies.py) and the model-call log
-(localmem/storage/calls.py): named failure reasons, a bounded log with per-purpose
+(localmem/storage/layers/calls.py): named failure reasons, a bounded log with per-purpose
 totals, and every caller of a model leaving its record."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.worker import run_worker
 from localmem.models.replies import PURPOSES, CallRecord, ReplyError, parse_entries, parse_reply, prompt_hash
 from localmem.records import SessionIn
-from localmem.storage import calls, db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.layers import calls
+from localmem.storage.write.store import Store
 
 from .conftest import ScriptedGenerator, session
 

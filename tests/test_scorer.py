@@ -9,8 +9,8 @@ from localmem.records import TurnIn
 from localmem.retrieval.features import asks_assistant, in_window, relative_age
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
+from localmem.storage.reads.queries import Filter
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder
 
 

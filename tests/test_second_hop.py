@@ -11,8 +11,8 @@ from localmem.retrieval import second_hop
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.reconstruct import Recorder, reconstruct
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
+from localmem.storage.reads.queries import Filter
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, session
 

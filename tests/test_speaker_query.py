@@ -10,8 +10,8 @@ import numpy as np
 from localmem.config import RetrievalParams, Settings
 from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.speaker_query import first_person
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
+from localmem.storage.reads.queries import Filter
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, session
 

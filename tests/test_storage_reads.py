@@ -1,5 +1,5 @@
 """The named reads storage gives the toolkit, the web view, export and ingest
-(``storage/traversal``, ``topic_reads``, ``views``, ``export``, ``ingest_files``), on
+(``storage/reads/traversal``, ``topic_reads``, ``views``, ``export``, ``ingest_files``), on
 real stores; their callers' behaviour is tested in test_toolkit, test_ui, test_export and
 test_ingest*. Here: the records' contents and orders, and the ingest_files writes."""
 
@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage import export, ingest_files, topic_reads, traversal, views
-from localmem.storage.store import Store
+from localmem.storage.reads import export_rows as export
+from localmem.storage.reads import ingest_files, topic_reads, traversal, views
+from localmem.storage.write.store import Store
 
 
 def _fill(store: Store) -> None:

@@ -8,7 +8,7 @@ import itertools
 import shutil
 from pathlib import Path
 
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from tests.sync_helpers import add_cue, hashes, open_device, session, state, sync
 
 

@@ -20,8 +20,8 @@ from localmem.enrichment.themes import run_themes
 from localmem.enrichment.worker import run_topics
 from localmem.errors import ModelError
 from localmem.records import SessionIn
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 

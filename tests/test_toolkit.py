@@ -16,8 +16,8 @@ from localmem.config import Settings
 from localmem.enrichment.worker import run_topics, run_worker
 from localmem.errors import InputError, NotFound
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 from tests.conftest import ScriptedGenerator
 from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
 

@@ -20,8 +20,8 @@ from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.topics import KIND, enqueue
 from localmem.enrichment.worker import run_topics
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.queue import claim
-from localmem.storage.store import Store
+from localmem.storage.layers.queue import claim
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder, ScriptedGenerator, session
 
@@ -134,7 +134,7 @@ TOPIC_WORKER = textwrap.dedent(
     import json, os, sys, time
     from localmem.config import Settings
     from localmem.enrichment.worker import run_topics
-    from localmem.storage.store import Store
+    from localmem.storage.write.store import Store
     from tests.conftest import HashEmbedder, ScriptedGenerator
 
     def slow(turns):

@@ -33,7 +33,7 @@ from localmem.models.llm import Generation
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.retrieval.scorer import FEATURES
 from localmem.retrieval.trace import trace
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.ui.app import bind, build_app
 from localmem.ui.security import loopback_host, port_of
 from tests.conftest import HashEmbedder, session

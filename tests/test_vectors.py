@@ -9,9 +9,9 @@ import pytest
 from localmem.config import Settings
 from localmem.errors import EmbedderMismatch
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import db
-from localmem.storage.store import Store
-from localmem.storage.vectable import UNDATED, quantize
+from localmem.storage.engine import db
+from localmem.storage.vectors.stored import UNDATED, quantize
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 

@@ -19,7 +19,7 @@ import pytest
 
 from localmem.config import Settings
 from localmem.ingest.watch import Watcher, eligible
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 from .conftest import HashEmbedder
 from .test_ingest_runner import driver, jsonl_lines

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from localmem.enrichment.worker import run_worker
-from localmem.storage import queue as jobs
-from localmem.storage.retry import WAITING
-from localmem.storage.store import Store
+from localmem.storage.engine.retry import WAITING
+from localmem.storage.layers import queue as jobs
+from localmem.storage.write.store import Store
 from tests.conftest import HashEmbedder, ScriptedGenerator, session
 from tests.test_busy import lock_held
 

@@ -32,7 +32,8 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from localmem.storage import benchreads, db
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.engine import db
 
 T = TypeVar("T")
 

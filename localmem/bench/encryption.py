@@ -21,7 +21,9 @@ from typing import Any
 from localmem.bench import latency
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
-from localmem.storage import backup, benchreads, db, keys
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.copies import backup
+from localmem.storage.engine import db, keys
 
 BENCH_KEY = "bench encryption key, not a secret"
 

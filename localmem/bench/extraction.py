@@ -23,9 +23,9 @@ from localmem.enrichment.worker import run_worker
 from localmem.ingest import detect, runner
 from localmem.models.embedding import Embedder
 from localmem.models.llm import Generator
-from localmem.storage.benchreads import count_jobs
-from localmem.storage.store import Store
-from localmem.storage.synthetic import keep_jobs_of_first_turns
+from localmem.storage.bench.reads import count_jobs
+from localmem.storage.bench.synthetic import keep_jobs_of_first_turns
+from localmem.storage.write.store import Store
 
 
 def run(

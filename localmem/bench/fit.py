@@ -37,9 +37,10 @@ from localmem.models.embedding import Embedder
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.reconstruct import assemble
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.storage import benchreads, queries
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter
+from localmem.storage.write.store import Store
 
 LME_FOLDS = 6
 

@@ -32,7 +32,7 @@ import apsw
 
 from localmem.bench.bigexport import GENERATOR, ExportStats, write_export
 from localmem.ingest.runner import BATCH_TURNS
-from localmem.storage import benchreads
+from localmem.storage.bench import reads as benchreads
 
 Log = Callable[[str], None]
 _LINE = re.compile(r"^ingest: ([\d,]+)/([\d,]+) turns \([\d.]+%\), ([\d,.]+) turns/s.*?(?:ETA (\d+):(\d\d):(\d\d))?$")

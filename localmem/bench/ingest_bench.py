@@ -39,14 +39,14 @@ from pathlib import Path
 from typing import Any
 
 import localmem.ingest.runner as runner_mod
-import localmem.storage.store as store_mod
+import localmem.storage.write.store as store_mod
 from localmem.config import Settings
 from localmem.ingest import detect
 from localmem.ingest import longmemeval as lme
 from localmem.models.embedding import Embedder
-from localmem.storage import benchreads
-from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_doc, turn_vectors
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.write.store import Store
+from localmem.storage.write.vectorize import turn_doc, turn_vectors
 
 STAGES = ["parse", "prepare", "embed", "sql", "mirror", "edges", "other"]
 

@@ -18,9 +18,9 @@ from localmem.config import Settings
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import synthetic as synthetic_store
-from localmem.storage.benchreads import count_edges, count_turns
-from localmem.storage.store import Store
+from localmem.storage.bench import synthetic as synthetic_store
+from localmem.storage.bench.reads import count_edges, count_turns
+from localmem.storage.write.store import Store
 
 _PEOPLE = [
     f"{a}{b}" for a in ("Ma", "To", "In", "Ra", "Le", "Om", "Che", "So") for b in ("ya", "mas", "es", "vi", "na")

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 
-from localmem.storage import benchreads, db
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.engine import db
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -21,8 +21,8 @@ from localmem.enrichment.antecedent import cable_totals, per_turn
 from localmem.ingest import locomo
 from localmem.models.embedding import Embedder
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.benchreads import count_edges
-from localmem.storage.store import Store
+from localmem.storage.bench.reads import count_edges
+from localmem.storage.write.store import Store
 from localmem.toolkit import turn_refs
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

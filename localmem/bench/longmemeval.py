@@ -14,9 +14,9 @@ from localmem.bench.metrics import METHODS, Tally, found_fraction, read_benchmar
 from localmem.config import Settings
 from localmem.ingest import longmemeval
 from localmem.models.embedding import Embedder
-from localmem.storage import db
-from localmem.storage.benchreads import count_turns
-from localmem.storage.store import Store
+from localmem.storage.bench.reads import count_turns
+from localmem.storage.engine import db
+from localmem.storage.write.store import Store
 from localmem.util.text import parse_time
 
 

@@ -33,7 +33,11 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from localmem.storage import benchreads, db, replica, replica_live, replica_restore
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.copies import replica
+from localmem.storage.copies import restore as replica_restore
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import db
 
 PROTOCOL = "2025-06-18"
 

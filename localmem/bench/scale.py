@@ -54,9 +54,10 @@ from localmem.models.registry import default_embedder
 from localmem.retrieval import pool as pool_mod
 from localmem.retrieval import reconstruct as reconstruct_mod
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import benchreads, db
-from localmem.storage import queries as queries_mod
-from localmem.storage.store import Store
+from localmem.storage.bench import reads as benchreads
+from localmem.storage.engine import db
+from localmem.storage.reads import queries as queries_mod
+from localmem.storage.write.store import Store
 
 COLUMNS = [
     "turns",

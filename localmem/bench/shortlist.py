@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from localmem.models.embedding import Embedder
-from localmem.storage.store import Store
-from localmem.storage.vectors import HELD_ROWS, VectorMirror
+from localmem.storage.vectors.table_mirror import HELD_ROWS, VectorMirror
+from localmem.storage.write.store import Store
 
 CHUNK = 20_000
 

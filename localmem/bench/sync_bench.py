@@ -24,7 +24,7 @@ from localmem.bench.syncthing import Daemon, mesh
 from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.memory import open_store
-from localmem.storage import sync_state
+from localmem.storage.bench import sync_checks
 from localmem.sync.apply import Applied
 from localmem.sync.fold import fold
 from localmem.sync.keys import Keyring
@@ -80,7 +80,7 @@ async def _remember(
 
 def fingerprint(db: Path) -> dict[str, Any]:
     with open_store(Settings(db=db)) as store:
-        return sync_state.fingerprint(store.conn)
+        return sync_checks.fingerprint(store.conn)
 
 
 def run(workdir: Path, turns: int = 300, timeout_s: float = 300.0) -> dict[str, Any]:
@@ -163,7 +163,7 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
 
 def _derive(db: Path, model: str) -> None:
     with open_store(Settings(db=db)) as store:
-        sync_state.bench_derive(store.conn, model)
+        sync_checks.bench_derive(store.conn, model)
 
 
 async def _converge(dbs: list[Path], timeout_s: float) -> tuple[bool, list[dict[str, Any]]]:

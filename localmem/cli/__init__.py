@@ -29,7 +29,7 @@ from localmem.cli.enrichment import watch_worker as _watch_worker  # the name te
 from localmem.cli.memory import DEMO_QUESTION
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
-from localmem.storage import faults
+from localmem.storage.engine import faults
 
 __all__ = ["DEMO_QUESTION", "_watch_worker", "build_parser", "main"]
 
@@ -76,7 +76,7 @@ def _flag(dest: str) -> str:
 
 def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
     """One line for a database or file error that reached the command line unnamed
-    (storage names most of them: ``localmem.storage.faults``)."""
+    (storage names most of them: ``localmem.storage.engine.faults``)."""
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"

@@ -19,7 +19,7 @@ from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.models.llm import model_layer_status, resolve_model_path
-from localmem.storage.keys import is_encrypted
+from localmem.storage.engine.keys import is_encrypted
 from mcp_server import clientconfig
 from mcp_server.serve import add_arguments, run_from_args
 

@@ -38,7 +38,7 @@ from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
 from localmem.memory import generator
 from localmem.models.registry import default_embedder
-from localmem.storage import views
+from localmem.storage.reads import views
 
 DEFAULT_METHODS = "bm25,dense,rrf,recent,localmem"
 MERGED_METHODS = "bm25,dense,rrf,localmem"

@@ -21,8 +21,8 @@ from typing import Any, TypeAlias
 
 from localmem.config import Settings
 from localmem.memory import generator, open_store
-from localmem.storage.retry import WAITING, Patience, patiently
-from localmem.storage.store import Store
+from localmem.storage.engine.retry import WAITING, Patience, patiently
+from localmem.storage.write.store import Store
 
 # a string: argparse's _SubParsersAction is generic only in the type stubs
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

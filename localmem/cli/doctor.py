@@ -32,8 +32,9 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
-from localmem.storage import replica_live, views
-from localmem.storage.keys import cipher_name, is_encrypted
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine.keys import cipher_name, is_encrypted
+from localmem.storage.reads import views
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60

@@ -19,8 +19,8 @@ from localmem.cli.common import Subparsers, open_store
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
-from localmem.storage import agecrypt
-from localmem.storage.db import Conn
+from localmem.storage.copies import age as agecrypt
+from localmem.storage.engine.db import Conn
 
 
 def add_export(sub: Subparsers) -> None:

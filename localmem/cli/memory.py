@@ -23,9 +23,9 @@ from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner
 from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import agecrypt
-from localmem.storage.backup import backup
-from localmem.storage.retry import Patience
+from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies.backup import backup
+from localmem.storage.engine.retry import Patience
 from localmem.util.progress import Progress
 
 DEMO_QUESTION = "When is Maya's half marathon, and what has she changed in her training?"

@@ -21,7 +21,7 @@ from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.models.llm import require_model_layer
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 BUDGET_HELP = (
     f"token budget of the context (default: the budget_tokens setting, {default('budget_tokens')}; "

@@ -2,7 +2,7 @@
 
 ``replicate`` runs Litestream for a plaintext store (config written from the ``replica``
 setting or ``--to``), or, for an encrypted store that Litestream cannot read, takes
-encrypted snapshots on a schedule (``localmem.storage.replica``). ``restore`` rebuilds a store
+encrypted snapshots on a schedule (``localmem.storage.copies.replica``). ``restore`` rebuilds a store
 from either kind of replica, optionally as of a point in time.
 """
 
@@ -15,7 +15,9 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.storage import keys, replica, replica_restore
+from localmem.storage.copies import replica
+from localmem.storage.copies import restore as replica_restore
+from localmem.storage.engine import keys
 
 
 def add_replicate(sub: Subparsers) -> None:

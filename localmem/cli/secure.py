@@ -2,9 +2,9 @@
 
 The key never comes from a command-line value (argv shows in the process list): it is
 ``$LOCALMEM_KEY``, a key file (``--key-file``, mode 600) or the OS keyring
-(``localmem.storage.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
+(``localmem.storage.engine.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
 process this one starts (the worker, the MCP server) opens the store with it too. The
-conversion itself is ``localmem.storage.crypto.convert``.
+conversion itself is ``localmem.storage.copies.convert.convert``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
-from localmem.storage import crypto
-from localmem.storage.agecrypt import IDENTITY_ENV
-from localmem.storage.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
+from localmem.storage.copies import convert as crypto
+from localmem.storage.copies.age import IDENTITY_ENV
+from localmem.storage.engine.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
 KEY_HELP = "the store's encryption key is read from $LOCALMEM_KEY, --key-file or the OS keyring, never from argv"
 

@@ -36,7 +36,7 @@ from localmem.ingest import detect, state, units
 from localmem.ingest._json import Cursor
 from localmem.ingest._units import merge
 from localmem.records import SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 M = TypeVar("M")
 BATCH_TURNS = 256

@@ -41,8 +41,8 @@ from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError, StoreError, StoreFull
 from localmem.ingest import runner, state
-from localmem.storage.retry import BUSY_ERRORS, WAITING
-from localmem.storage.store import Store
+from localmem.storage.engine.retry import BUSY_ERRORS, WAITING
+from localmem.storage.write.store import Store
 
 EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
 TEMP_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp", ".swx", ".bak", "~")

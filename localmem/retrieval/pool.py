@@ -8,7 +8,7 @@
    semantic-edge neighbours of the best anchors join the pool;
 4. every pool turn gets the features of ``localmem/retrieval/scorer.py``.
 
-Dense lists come from the in-memory code mirrors (``localmem/storage/vectors.py``: a
+Dense lists come from the in-memory code mirrors (``localmem/storage/vectors/table_mirror.py``: a
 Hamming shortlist rescored with exact vectors), lexical ones from FTS5; per query, only
 shortlists, matches and the pool touch exact vectors or float arrays, never one of the
 store's size. Everything a query reads comes from one snapshot of the store
@@ -27,12 +27,12 @@ from localmem.retrieval.features import Signals, Sparse, asks_assistant, feature
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
 from localmem.retrieval.speaker_query import first_person
-from localmem.storage import queries
-from localmem.storage.mirrors import MirrorView
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
-from localmem.storage.vectable import UNDATED, epoch_seconds, quantize
-from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter
+from localmem.storage.vectors.mirrors import MirrorView
+from localmem.storage.vectors.stored import UNDATED, epoch_seconds, quantize
+from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
+from localmem.storage.write.store import Store
 
 
 def _signals(store: Store, view: MirrorView, query: str, qvec: np.ndarray, visible: np.ndarray, m: int) -> Signals:

@@ -27,9 +27,9 @@ from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
 from localmem.retrieval.second_hop import second_pool
-from localmem.storage import queries
-from localmem.storage.queries import Filter, TurnRow
-from localmem.storage.store import Store
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter, TurnRow
+from localmem.storage.write.store import Store
 from localmem.util.text import count_words, parse_time, tokens_for_words
 
 

@@ -17,9 +17,9 @@ import numpy as np
 
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights
-from localmem.storage import queries
-from localmem.storage.queries import STOPWORDS, Filter
-from localmem.storage.store import Store
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import STOPWORDS, Filter
+from localmem.storage.write.store import Store
 
 _MAX_TERMS = 6
 

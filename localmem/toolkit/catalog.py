@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from localmem.errors import InputError
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, MAX_WINDOW
 from localmem.toolkit.cues import CUE_KINDS, cue_tags, cue_turns, search_cues
 from localmem.toolkit.people import TOPIC_KINDS, person_aspects, person_facts, theme_topics, topic_turns, topics

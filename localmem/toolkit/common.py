@@ -6,7 +6,7 @@ Invariants:
   :data:`MAX_OFFSET` (:func:`_bounds`), so no call dumps the graph;
 - a turn's text is cut to :data:`MAX_TEXT_CHARS` with ``clipped`` set (:func:`_text`);
   the full text is one ``turn`` lookup away;
-- read-only: the named reads of ``localmem.storage.traversal`` / ``topic_reads`` /
+- read-only: the named reads of ``localmem.storage.reads.traversal`` / ``topic_reads`` /
   ``queries`` on ``store.conn`` (the toolkit holds no SQL); each public tool is wrapped
   in :func:`snapshot_read`, so all it reads (SQL rows and vector mirrors) is of one
   commit, whatever other processes write or forget meanwhile.
@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries, traversal
-from localmem.storage.store import Store
+from localmem.storage.reads import queries, traversal
+from localmem.storage.write.store import Store
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
 from localmem.util.text import parse_time
 

@@ -9,7 +9,7 @@ Invariants:
   returns a whole text: it is the one way to read past :data:`MAX_TEXT_CHARS`);
 - undated turns are never in a time range; a date alone as a range's end means that
   whole day;
-- read-only: the named reads of ``localmem.storage.traversal`` and ``queries``.
+- read-only: the named reads of ``localmem.storage.reads.traversal`` and ``queries``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries, traversal
-from localmem.storage.store import Store
+from localmem.storage.reads import queries, traversal
+from localmem.storage.write.store import Store
 from localmem.toolkit.common import (
     DEFAULT_LIMIT,
     MAX_WINDOW,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 
 
 def turns_by_source_id(conn: Conn, source_ids: Iterable[str]) -> dict[str, list[int]]:

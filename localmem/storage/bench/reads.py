@@ -16,8 +16,8 @@ from typing import Any
 import apsw
 
 from localmem.errors import NotFound
-from localmem.storage.cues import TurnText  # one record of a turn's id, speaker, text and time
-from localmem.storage.db import Row
+from localmem.storage.engine.db import Row
+from localmem.storage.layers.cues import TurnText  # one record of a turn's id, speaker, text and time
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from localmem.records import SessionIn
-from localmem.storage import db
-from localmem.storage.prepare import prepare
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.engine import db
+from localmem.storage.write.prepare import prepare
+from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import count_words
 
 # The writer's connection only: see the module docstring; the big page cache keeps the

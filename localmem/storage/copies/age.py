@@ -26,7 +26,8 @@ from typing import IO, Any
 import apsw
 
 from localmem.errors import ConfigError, InputError, LocalmemError
-from localmem.storage import backup, db, keys
+from localmem.storage.copies import backup
+from localmem.storage.engine import db, keys
 
 IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
 MAGIC = b"age-encryption.org/v1\n"

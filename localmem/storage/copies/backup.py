@@ -22,8 +22,8 @@ from pathlib import Path
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound, StoreReadOnly
-from localmem.storage import db, faults, keys
-from localmem.storage.retry import Patience, retry_locked
+from localmem.storage.engine import db, faults, keys
+from localmem.storage.engine.retry import Patience, retry_locked
 
 
 @dataclass(frozen=True)

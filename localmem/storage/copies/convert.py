@@ -25,7 +25,7 @@ from typing import Any
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
-from localmem.storage.keys import apply_key, check_key, file_state
+from localmem.storage.engine.keys import apply_key, check_key, file_state
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from localmem.errors import ConfigError, LocalmemError
-from localmem.storage import backup, keys, replica_live
+from localmem.storage.copies import backup
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import keys
 
 SCHEMES = ("file", "sftp", "s3")
 SNAPSHOT_PREFIX = "localmem-snapshot-"

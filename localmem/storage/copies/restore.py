@@ -20,8 +20,9 @@ from urllib.parse import urlparse
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
-from localmem.storage import agecrypt, keys
-from localmem.storage.replica import check_url, file_dir, litestream_binary, shown, snapshots
+from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies.replica import check_url, file_dir, litestream_binary, shown, snapshots
+from localmem.storage.engine import keys
 
 
 def restore(

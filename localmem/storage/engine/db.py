@@ -34,8 +34,9 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage import faults, keys, replica_live
-from localmem.storage.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import faults, keys
+from localmem.storage.engine.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 log = logging.getLogger("localmem.db")
 
@@ -152,7 +153,7 @@ def _migrations_dir() -> Traversable:
     packaged = resources.files("localmem").joinpath("migrations")
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "migrations"
+    return Path(__file__).resolve().parents[3] / "migrations"
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> Conn:

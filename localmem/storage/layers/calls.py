@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import apsw
 
 from localmem.models.replies import OK, PURPOSES, CallRecord
-from localmem.storage import db
+from localmem.storage.engine import db
 
 log_ = logging.getLogger(__name__)
 MAX_ROWS = 10_000

@@ -24,12 +24,14 @@ from typing import Any
 import numpy as np
 
 from localmem.models.replies import CallRecord
-from localmem.storage import calls, changes, db
-from localmem.storage.changes import CueWrite, EnrichmentWrite
-from localmem.storage.graph import link_semantic
-from localmem.storage.queue import Job, finish, record_failure
-from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.engine import db
+from localmem.storage.layers import calls
+from localmem.storage.layers.queue import Job, finish, record_failure
+from localmem.storage.write import changes
+from localmem.storage.write.changes import CueWrite, EnrichmentWrite
+from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.store import Store
+from localmem.storage.write.vectorize import turn_doc
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ the model-call records, ``done`` (only while this worker holds the job), the run
 ``antecedent_runs`` (a turn is processed once: its primary key) and the accepted links as
 edges m_j -> m_i of kind ``antecedent`` with the verifier's weight and reason, through the
 door (``changes.add_antecedents``, journaled). An earlier turn forgotten since the search
-takes its link with it. Temporal and semantic edges are derived (``storage/store.py``,
-``storage/graph.py``) and never pass here.
+takes its link with it. Temporal and semantic edges are derived (``storage/write/store.py``,
+``storage/write/graph.py``) and never pass here.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localmem.models.replies import CallRecord
-from localmem.storage import calls, changes, db
-from localmem.storage.changes import LinkWrite
-from localmem.storage.cues import session_speakers
-from localmem.storage.queue import Job, finish
+from localmem.storage.engine import db
+from localmem.storage.layers import calls
+from localmem.storage.layers.cues import session_speakers
+from localmem.storage.layers.queue import Job, finish
+from localmem.storage.write import changes
+from localmem.storage.write.changes import LinkWrite
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from localmem.storage import db, edges
-from localmem.storage.changes import LinkWrite
-from localmem.storage.edges import AntecedentRun
+from localmem.storage.engine import db
+from localmem.storage.layers import edges
+from localmem.storage.layers.edges import AntecedentRun
+from localmem.storage.write.changes import LinkWrite
 
 
 def unlinked_turns(conn: db.Conn) -> list[int]:

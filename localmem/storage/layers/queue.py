@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import apsw
 
 from localmem.models.replies import CallRecord
-from localmem.storage import calls, db
+from localmem.storage.engine import db
+from localmem.storage.layers import calls
 from localmem.util.clock import now_iso
 
 KIND = "extract"

@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from localmem.models.replies import CallRecord
-from localmem.storage import calls, changes, db
-from localmem.storage.changes import TopicWrite
-from localmem.storage.queue import Job, finish, record_failure
+from localmem.storage.engine import db
+from localmem.storage.layers import calls
+from localmem.storage.layers.queue import Job, finish, record_failure
+from localmem.storage.write import changes
+from localmem.storage.write.changes import TopicWrite
 
 Snapshot = tuple[list[Any], list[Any]]
 Planned = tuple[TopicWrite, str | None]  # a topic write and the model that labelled it (None: keywords)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 
 
 class ExportRow(NamedTuple):

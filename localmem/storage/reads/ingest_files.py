@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from localmem.storage import db
-from localmem.storage.db import Conn
+from localmem.storage.engine import db
+from localmem.storage.engine.db import Conn
 
 
 class IngestFile(NamedTuple):

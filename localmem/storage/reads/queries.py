@@ -1,7 +1,7 @@
 """Read-side SQL of the read path: FTS5 bm25 rankings and lookups, turn rows, graph edges.
 
 Scoring happens in ``localmem/retrieval/``; dense rankings come from the in-memory
-mirrors (``localmem/storage/mirrors.py``, ``vectors.py``). bm25 scores are returned positive (higher = better).
+mirrors (``localmem/storage/vectors/mirrors.py``, ``vectors.py``). bm25 scores are returned positive (higher = better).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 from localmem.util.text import fts_query
 
 # Words too common in questions to say anything about which turn answers them; dropping

@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from localmem.storage.db import Conn
-from localmem.storage.traversal import Counted
+from localmem.storage.engine.db import Conn
+from localmem.storage.reads.traversal import Counted
 
 
 class AspectRow(NamedTuple):

@@ -3,7 +3,7 @@
 One function per step of MRAgent's walk (``localmem.toolkit``): cue text -> cue ids,
 cue -> tags, (cue, tag) -> turns, turn -> cues / neighbours / edges / place, time range
 -> turns, sessions and their turns. People, facts and topics are in
-:mod:`localmem.storage.topic_reads`.
+:mod:`localmem.storage.reads.topic_reads`.
 
 Invariants:
 - read-only, on the connection given; a caller that needs several reads to see one
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from localmem.storage.db import Conn
-from localmem.storage.queries import FTS_TABLES
+from localmem.storage.engine.db import Conn
+from localmem.storage.reads.queries import FTS_TABLES
 
 CHUNK = 500
 T = TypeVar("T")

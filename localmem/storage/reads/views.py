@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from localmem.storage import db
-from localmem.storage.db import Conn
-from localmem.storage.traversal import Counted
+from localmem.storage.engine import db
+from localmem.storage.engine.db import Conn
+from localmem.storage.reads.traversal import Counted
 
 
 class SessionTopic(NamedTuple):

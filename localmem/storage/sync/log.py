@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The SQL of sync (``localmem/sync/``) about this device: its identity and export
-position, the journal rows it exports (with their turns' content), turns by hash, the
-forget set, topic clocks, and the derived rows of folded cues (migration 0012);
-``sync_log`` keeps what was folded or refused from other devices.
+position, the journal rows it exports (with their turns' content), turns by hash, topic clocks,
+and the derived rows of folded cues (migration 0012); ``sync.log`` keeps what was folded
+or refused from other devices; the forget set is the write path's (``write.forgets``).
 
 Invariants: every function runs inside the caller's transaction (or reads), never opens
 one; nothing here mutates the facts (that is ``changes``, the one door) except the
@@ -11,17 +11,13 @@ makes unnecessary.
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from localmem.storage import changes as door
-from localmem.storage import db
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 
 CHUNK = 500
 
@@ -144,30 +140,6 @@ def turn_docs(conn: Conn, ids: Iterable[int]) -> dict[int, tuple[str, str | None
     return out
 
 
-def forgotten_among(conn: Conn, hashes: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
-        sql = f"SELECT hash FROM forgotten WHERE hash IN ({_marks(len(chunk))})"
-        out.update(str(r[0]) for r in conn.execute(sql, chunk))
-    return out
-
-
-def drop_forgotten(conn: Conn, staged: list[tuple[S, list[P]]]) -> list[tuple[S, list[P]]]:
-    """The write path's check: each session's prepared turns without those whose hash is
-    in the forget set, so a forgotten turn stays forgotten whatever brings it again."""
-    gone = forgotten_among(conn, [p.hash for _, ps in staged for p in ps])
-    return staged if not gone else [(s, [p for p in ps if p.hash not in gone]) for s, ps in staged]
-
-
-def mark_forgotten(conn: Conn, hashes: Iterable[str]) -> None:
-    now = time.time()
-    conn.executemany("INSERT OR IGNORE INTO forgotten(hash, at) VALUES (?, ?)", [(h, now) for h in hashes])
-
-
-def forget_set(conn: Conn) -> set[str]:
-    return {str(r[0]) for r in conn.execute("SELECT hash FROM forgotten")}
-
-
 # -- derived rows of folded layers ---------------------------------------------------------
 
 
@@ -207,44 +179,3 @@ def set_topic_clock(conn: Conn, key: str, hlc: int) -> None:
         "INSERT INTO sync_topics(key, hlc) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET hlc = max(hlc, excluded.hlc)",
         (key, hlc),
     )
-
-
-# -- for benchmarks and tests: what two synced stores must agree on -----------------------
-
-
-def fingerprint(conn: Conn) -> dict[str, Any]:
-    """Counts and digests of the turn hashes, the forget set and the model-derived layers."""
-
-    def digest(sql: str) -> str:
-        h = hashlib.sha256()
-        for row in conn.execute(sql):
-            h.update(repr(tuple(row)).encode())
-        return h.hexdigest()[:16]
-
-    return {
-        "turns": int(conn.one("SELECT count(*) FROM turns")[0]),
-        "distinct": int(conn.one("SELECT count(*) FROM (SELECT DISTINCT t.session_id, t.text FROM turns t)")[0]),
-        "turn_hashes": digest("SELECT hash FROM turns ORDER BY hash"),
-        "forgotten": int(conn.one("SELECT count(*) FROM forgotten")[0]),
-        "forget_set": digest("SELECT hash FROM forgotten ORDER BY hash"),
-        "cues": int(conn.one("SELECT count(*) FROM cues WHERE kind != 'statement'")[0]),
-        "derived": digest(
-            "SELECT t.hash, c.kind, c.text, c.extractor, c.span_start, c.span_end, "
-            "(SELECT group_concat(name, ',') FROM (SELECT g.name FROM cue_tags ct JOIN tags g ON g.id = ct.tag_id "
-            "WHERE ct.cue_id = c.id ORDER BY g.name)) FROM cues c JOIN turns t ON t.id = c.turn_id "
-            "WHERE c.kind != 'statement' ORDER BY 1, 2, 3"
-        ),
-    }
-
-
-def bench_derive(conn: Conn, model: str, n: int = 3) -> int:
-    """For ``bench sync``: a keyword cue (the turn's first word) on this device's first
-    ``n`` turns, written through the door as enrichment would, tagged with ``model``."""
-    rows = conn.execute("SELECT id, hash, text FROM turns ORDER BY id LIMIT ?", (n,)).fetchall()
-    added = 0
-    with db.transaction(conn):
-        for tid, h, text in rows:
-            word = str(text).split()[0]
-            cue = door.CueWrite("keyword", word, 0, len(word), tags=("bench",))
-            added += door.add_cue(conn, int(tid), str(h), cue, model) is not None
-    return added

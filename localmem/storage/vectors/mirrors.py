@@ -6,7 +6,7 @@ Invariants:
   row's turn is in the turn mirror unless that turn has no vector (then its position
   is -1, never an index past the end); exact vectors read inside the same snapshot
   belong to the same commit;
-- a mirror refresh loads only new rows (:mod:`localmem.storage.vectors`). Deletes and
+- a mirror refresh loads only new rows (:mod:`localmem.storage.vectors.table_mirror`). Deletes and
   updates of mirrored columns, after which ids may be given out again, bump a counter
   in ``mirror_epochs`` (migration 0009, triggers) in the same transaction; a table whose
   counter moved is reloaded whole. Rows loaded inside another caller's write
@@ -21,8 +21,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from localmem.storage.db import Conn
-from localmem.storage.vectors import CHUNK, CueMirror, TurnMirror
+from localmem.storage.engine.db import Conn
+from localmem.storage.vectors.table_mirror import CHUNK, CueMirror, TurnMirror
 
 _EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
 

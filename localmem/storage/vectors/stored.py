@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from localmem.errors import EmbedderMismatch
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
 
 UNDATED = np.iinfo(np.int64).min  # a mirror's ts of an undated turn: sorts before every dated one
 _READ = 500  # ids per read

@@ -20,7 +20,7 @@ Invariants:
   unchanged arrays), so whoever holds a mirror holds one fixed state of its table;
 - a refresh (``synced``) loads only rows newer than the newest held, which is exact
   while rows are only added (SQLite gives a new row max(id) + 1); when rows were
-  deleted or changed, :mod:`localmem.storage.mirrors` reloads the table whole;
+  deleted or changed, :mod:`localmem.storage.vectors.mirrors` reloads the table whole;
 - memory: a load reads its rows in chunks into arrays sized up front, so a process never
   holds a Python object per row nor a float32 matrix of the table.
 """
@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from localmem.storage import hamming
-from localmem.storage.db import Conn
-from localmem.storage.vectable import UNDATED, mismatch, quantize, read_vectors
+from localmem.storage.engine.db import Conn
+from localmem.storage.vectors import hamming
+from localmem.storage.vectors.stored import UNDATED, mismatch, quantize, read_vectors
 from localmem.util import heap
 
 _versions = itertools.count(1)  # every mirror state gets its own number, across objects

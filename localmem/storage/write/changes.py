@@ -42,8 +42,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from localmem.storage.db import Conn
-from localmem.storage.prepare import content_hash
+from localmem.storage.engine.db import Conn
+from localmem.storage.write.prepare import content_hash
 
 CHUNK = 500  # ids per IN list
 

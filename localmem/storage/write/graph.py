@@ -7,7 +7,7 @@
 
 Runs inside the write transaction that added the turns, so a turn never exists
 without its edges. Nearest neighbours come from the in-memory cue mirror's codes
-(``localmem/storage/vectors.py``) rescored with exact vectors: one vec0 KNN query per
+(``localmem/storage/vectors/table_mirror.py``) rescored with exact vectors: one vec0 KNN query per
 new cue made ingest ~30x slower, and a float32 product with every stored cue grows
 with the store. On a store of more than ``LINK_SCAN_ALL`` cues, a turn with several
 new cues compares them only with the cues of its ``LINK_TURNS`` nearest turns, so the
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from localmem.storage import hamming
-from localmem.storage.db import Conn
-from localmem.storage.hamming import FAR
-from localmem.storage.mirrors import MirrorView
-from localmem.storage.vectable import cue_ids_of
+from localmem.storage.engine.db import Conn
+from localmem.storage.vectors import hamming
+from localmem.storage.vectors.hamming import FAR
+from localmem.storage.vectors.mirrors import MirrorView
+from localmem.storage.vectors.stored import cue_ids_of
 
 LINK_SHORTLIST = 24  # rescored exactly per new cue, of its Hamming-nearest cues
 # A cue mirror of at most LINK_SCAN_ALL rows is searched whole for each new cue. Past it

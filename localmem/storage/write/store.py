@@ -1,10 +1,10 @@
 """The store: one SQLite file holding sessions, turns, cues, edges and their indexes.
 
-This module owns the write side (write, link, forget, reindex) and the embedder
-binding; read-side SQL lives in ``localmem/storage/queries.py`` and scoring in
-``localmem/retrieval/``. Sessions and turns written and turns forgotten pass the door
-for changes (``localmem/storage/changes.py``), which journals them in the same
-transaction; their statement cues, vectors, FTS rows, edges and jobs are derived.
+This module owns the write side (write, link, forget, reindex) and the embedder binding;
+read-side SQL lives in ``storage/reads/``, scoring in ``localmem/retrieval/``. Sessions and
+turns written and turns forgotten pass the door for changes (``write/changes.py``), which
+journals them in the same transaction; their statement cues, vectors, FTS rows, edges and
+jobs are derived.
 
 Invariants:
 - a turn, its statement cues, their FTS rows, their vectors and its temporal edges
@@ -31,15 +31,16 @@ from localmem.config import RetrievalParams, Settings
 from localmem.errors import EmbedderMismatch, InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
-from localmem.storage import changes, db
-from localmem.storage.graph import link_semantic
-from localmem.storage.mirrors import Mirrors, MirrorView
-from localmem.storage.pipeline import pipelined
-from localmem.storage.prepare import Prepared, Staged, prepare
-from localmem.storage.retry import Patience
-from localmem.storage.sync_state import drop_forgotten
-from localmem.storage.vectorize import TurnSpec, turn_doc, turn_vectors
-from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.storage.engine import db
+from localmem.storage.engine.inlist import rows_in
+from localmem.storage.engine.retry import Patience
+from localmem.storage.vectors.mirrors import Mirrors, MirrorView
+from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
+from localmem.storage.write import changes, forgets
+from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.pipeline import pipelined
+from localmem.storage.write.prepare import Prepared, Staged, prepare
+from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
 from localmem.util.text import count_words, parse_time
 
 Progress = Callable[[int], None]
@@ -228,7 +229,8 @@ class Store:
 
     def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
         # forget wins: a hash in the forget set is not written again (docs/sync.md)
-        prepared = drop_forgotten(self.conn, [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions])
+        staged = [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
+        prepared = forgets.drop_forgotten(self.conn, staged)
         known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
@@ -268,12 +270,7 @@ class Store:
         return self.retrying(commit)
 
     def _known_hashes(self, hashes: list[str]) -> set[str]:
-        known: set[str] = set()
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            known.update(r[0] for r in self.conn.execute(f"SELECT hash FROM turns WHERE hash IN ({marks})", chunk))
-        return known
+        return {str(r[0]) for r in rows_in(self.conn, "SELECT hash FROM turns WHERE hash IN ({marks})", hashes)}
 
     def _embed(self, fresh: list[Prepared]) -> Vectors:
         tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])

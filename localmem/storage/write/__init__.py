@@ -1,0 +1,11 @@
+"""storage.write: the write path and the one door for changes to the facts.
+
+``store`` (the Store: write, forget, reindex, the embedder binding), ``prepare`` (a turn
+checked, hashed, split into statement cues), ``vectorize`` (what is embedded for a turn),
+``pipeline`` (batch k+1 embedded while batch k commits), ``changes`` (the door: every change
+to the facts and its journal row, in the caller's transaction), ``graph`` (temporal and
+semantic edges, derived in the same transaction) and ``forgets`` (the forget set).
+
+Imports ``storage.engine`` and ``storage.vectors``; never ``layers``, ``reads``, ``sync``,
+``copies`` or ``bench``.
+"""
