@@ -16,8 +16,7 @@ from localmem.errors import ModelError
 from localmem.models.llm import Generation
 from localmem.records import SessionIn
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 Reply = str | dict[str, Any]
 

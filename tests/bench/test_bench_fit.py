@@ -11,10 +11,10 @@ import pytest
 
 from localmem.bench import fit
 from localmem.config import load_settings
-from tests.conftest import HashEmbedder
-from tests.test_cli import run as run_cli
-from tests.test_ingest import locomo_doc
-from tests.test_longmemeval_bench import _merged_items
+from tests.bench.test_longmemeval_bench import _merged_items
+from tests.cli.test_cli import run as run_cli
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest import locomo_doc
 
 
 def _locomo(tmp_path: Path) -> Path:

@@ -14,12 +14,11 @@ from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
+from tests.bench.test_pagecache import fs_type
+from tests.cli.test_cli import run as run_cli
+from tests.helpers.fakes import HashEmbedder
 
-from .conftest import HashEmbedder
-from .test_cli import run as run_cli
-from .test_pagecache import fs_type
-
-DATA = Path(__file__).resolve().parent / "data" / "ingest"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 
 
 def _rows(path: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from localmem.bench import shortlist
 from localmem.records import TurnIn
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def test_a_shortlist_that_covers_the_store_keeps_all_of_the_exact_top_k(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from localmem.bench.longmemeval import evidence_of, is_built, open_question_store, question_as_of, run, table
 from localmem.config import load_settings
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def _item(qid: str) -> dict[str, object]:

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from localmem.cli import build_parser
-
-from .test_ingest import locomo_doc
+from tests.ingest.test_ingest import locomo_doc
 
 
 def run(*args: str, db: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -26,7 +25,7 @@ def run(*args: str, db: Path | None = None, check: bool = True) -> subprocess.Co
     return proc
 
 
-SAMPLE = Path(__file__).resolve().parent.parent / "localmem" / "data" / "sample_conversation.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
 
 
 def test_every_command_has_help() -> None:

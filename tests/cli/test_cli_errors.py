@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import localmem.models.registry
 from localmem.cli import main
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import driver
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import driver
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from localmem.models import llm
 from localmem.models.llm import Generation
 from localmem.records import Context
 from mcp_server import clientconfig
-from tests.conftest import ScriptedGenerator
+from tests.helpers.fakes import ScriptedGenerator
 
 FIX = "localmem mcp-config --client cursor --install"
 

@@ -12,8 +12,7 @@ from localmem.enrichment.extract import TurnInput, extract, ground_entry, parse,
 from localmem.enrichment.grounding import candidate_phrases, ground, keyword_memory_type, low_information
 from localmem.models.replies import ReplyError
 from localmem.util import dates
-
-from .conftest import ScriptedGenerator
+from tests.helpers.fakes import ScriptedGenerator
 
 PEOPLE = ["Caroline", "Melanie"]
 

@@ -24,10 +24,9 @@ from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.layers import queue as jobs
 from localmem.storage.write.store import Store
 from localmem.util.clock import now_iso
+from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
 
-from .conftest import HashEmbedder, ScriptedGenerator, session
-
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def story(n: int = 12) -> SessionIn:
@@ -127,7 +126,7 @@ def test_failures_back_off_then_park_and_stats_show_it(store: Store, monkeypatch
 
 
 def test_backoff_delays_the_retry(store: Store) -> None:
-    from .conftest import failing_script
+    from tests.helpers.fakes import failing_script
 
     store.write_sessions([session("s", "2024-01-01T10:00:00", ("Ana", "I met Oscar in Rome."))])
     stats = run_worker(store, ScriptedGenerator(failing_script), until_empty=True)
@@ -142,7 +141,7 @@ WORKER = textwrap.dedent(
     from localmem.config import Settings
     from localmem.enrichment.worker import run_worker
     from localmem.storage.write.store import Store
-    from tests.conftest import HashEmbedder, ScriptedGenerator
+    from tests.helpers.fakes import HashEmbedder, ScriptedGenerator
 
     def slow(turns):
         time.sleep(0.4)
@@ -194,8 +193,7 @@ def test_bench_extraction_reports_the_issue_keys(tmp_path: Path) -> None:
     import json
 
     from localmem.bench import extraction
-
-    from .test_ingest import locomo_doc
+    from tests.ingest.test_ingest import locomo_doc
 
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps(locomo_doc()))
@@ -225,8 +223,7 @@ def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
     """Every turn is in a topic but the theme pass still has work (it never ran, or a
     forget left a theme to relabel): the idle worker runs it, and stats count it."""
     from localmem.enrichment.worker import run_topics
-
-    from .test_themes import ConceptEmbedder, six_sessions
+    from tests.enrichment.test_themes import ConceptEmbedder, six_sessions
 
     with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as store:
         store.write_sessions(six_sessions())

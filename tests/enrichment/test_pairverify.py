@@ -10,8 +10,7 @@ from localmem.bench import cable_fit
 from localmem.enrichment import pairverify
 from localmem.enrichment.pairverify import MODEL_ID, PAIR_FEATURES, PairWeights
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, session
+from tests.helpers.fakes import HashEmbedder, session
 
 ACCEPT_ALL = PairWeights((0.0,) * len(PAIR_FEATURES), 0.0, 0.0)  # p = 0.5 >= 0 for every pair
 
@@ -108,7 +107,7 @@ def test_link_command_runs_without_the_model_layer(tmp_path: Path) -> None:
     (blocker / "__init__.py").write_text("raise ImportError('llama_cpp is not installed')\n")
     env = os.environ.copy()
     env["PYTHONPATH"] = os.pathsep.join([str(blocker.parent), env.get("PYTHONPATH", "")])
-    sample = Path(__file__).resolve().parent.parent / "localmem" / "data" / "sample_conversation.jsonl"
+    sample = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
     db = str(tmp_path / "m.db")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -18,8 +18,7 @@ from localmem.records import SessionIn
 from localmem.storage.engine import db
 from localmem.storage.layers import calls
 from localmem.storage.write.store import Store
-
-from .conftest import ScriptedGenerator, session
+from tests.helpers.fakes import ScriptedGenerator, session
 
 LABEL = {
     "type": "object",

@@ -22,8 +22,7 @@ from localmem.errors import ModelError
 from localmem.records import SessionIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, ScriptedGenerator, session
+from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
 
 CONCEPTS = {
     word: i

@@ -22,10 +22,9 @@ from localmem.enrichment.worker import run_topics
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.layers.queue import claim
 from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
 
-from .conftest import HashEmbedder, ScriptedGenerator, session
-
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _covered(store: Store) -> tuple[int, int]:
@@ -41,7 +40,7 @@ def test_topics_job_is_incremental(store: Store, garden_sessions: list[SessionIn
     inside, turns = _covered(store)
     assert inside == turns == 8
     page = toolkit.topics(store, limit=50)
-    assert stats.themes is not None  # themes are topics rows too (tests/test_themes.py)
+    assert stats.themes is not None  # themes are topics rows too (tests/enrichment/test_themes.py)
     assert page.total == stats.topics_created + stats.themes.themes_created
     assert all(t.label and t.summary for t in page.items)
     bike = toolkit.topics(store, "bike").items
@@ -135,7 +134,7 @@ TOPIC_WORKER = textwrap.dedent(
     from localmem.config import Settings
     from localmem.enrichment.worker import run_topics
     from localmem.storage.write.store import Store
-    from tests.conftest import HashEmbedder, ScriptedGenerator
+    from tests.helpers.fakes import HashEmbedder, ScriptedGenerator
 
     def slow(turns):
         time.sleep(0.15)

@@ -13,7 +13,7 @@ from localmem.storage.write import changes as door
 from localmem.storage.write.store import Store
 from localmem.sync.keys import Keyring
 from localmem.sync.run import Pass, sync_once
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 PLAIN = Keyring()
 

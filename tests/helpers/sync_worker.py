@@ -1,5 +1,5 @@
 """A device in its own process, for the sync tests that kill one (``python -m
-tests.sync_worker ROLE DB FOLDER [N]``): ``write-sync`` writes N sessions, syncing after
+tests.helpers.sync_worker ROLE DB FOLDER [N]``): ``write-sync`` writes N sessions, syncing after
 each; ``sync`` makes one pass, printing ``recorded K`` after each segment it folds and, given
 ``--pause-at K``, waiting on stdin after the K-th, so a kill there lands mid-fold for certain.
 Prints one line per step, flushed, so the test knows what was acknowledged before the kill."""
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from localmem.sync import fold
-from tests.sync_helpers import open_device, session, sync
+from tests.helpers.sync import open_device, session, sync
 
 
 def _signal_each_segment(pause_at: int) -> None:

@@ -24,7 +24,7 @@ from localmem.ingest._json import first_line_id
 from localmem.ingest.runner import ingest_file
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 TRICKY = [
     "two lines\nand a third\r\nwith CRLF",

@@ -14,7 +14,7 @@ from localmem.errors import InputError
 from localmem.ingest import FORMAT_NAMES, FORMATS, Cursor, _json, detect, load, units
 from localmem.records import SessionIn
 
-DATA = Path(__file__).resolve().parent / "data" / "ingest"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 
 
 def turns_of(sessions: list[SessionIn]) -> list[tuple[str | None, str, str]]:

@@ -15,17 +15,16 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner, units
 from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest import lme_doc, locomo_doc
 
-from .conftest import HashEmbedder
-from .test_ingest import lme_doc, locomo_doc
-
-DATA = Path(__file__).resolve().parent / "data" / "ingest"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 FIXTURES: dict[str, bytes] = {
     "chatgpt": (DATA / "chatgpt_conversations.json").read_bytes(),
     "claude": (DATA / "claude_conversations.json").read_bytes(),
     "messages": (DATA / "messages.jsonl").read_bytes(),
     "transcript": (DATA / "transcript.md").read_bytes(),
-    "jsonl": (Path(__file__).resolve().parent.parent / "localmem" / "data" / "sample_conversation.jsonl").read_bytes()[
+    "jsonl": (Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl").read_bytes()[
         :3000
     ],
     "locomo": json.dumps(locomo_doc()).encode(),

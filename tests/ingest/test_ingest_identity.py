@@ -12,9 +12,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.test_ingest_runner import driver
+from tests.ingest.test_ingest_runner import driver
 
-DATA = Path(__file__).parent / "data" / "ingest"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 
 
 def ingest(db: Path, path: Path) -> dict[str, int]:

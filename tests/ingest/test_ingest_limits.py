@@ -21,10 +21,10 @@ from localmem.ingest._units import TURN_RECORD_BYTES
 from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
 from localmem.storage.write.prepare import MAX_STATEMENT_CUES
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import driver
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import driver
 
-DATA = Path(__file__).parent / "data" / "ingest"
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 
 
 def line(text: str, **extra: object) -> str:

@@ -21,11 +21,10 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import runner, state
 from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
 
-from .conftest import HashEmbedder
-
-DATA = Path(__file__).resolve().parent / "data" / "ingest"
-ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def jsonl_lines(start: int, stop: int) -> str:
@@ -163,7 +162,7 @@ def test_a_stop_request_ends_after_a_batch_and_leaves_a_resume_point(store: Stor
 DRIVER = """
 import sys, time
 sys.path.insert(0, {root!r})
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 import localmem.models.registry
 
 class Slow(HashEmbedder):

@@ -22,11 +22,11 @@ from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
 from mcp_server import build_server, clientconfig
-from tests.conftest import ScriptedGenerator
-from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
-from tests.test_toolkit import garden_script
+from tests.enrichment.test_themes import ConceptEmbedder, six_sessions, theme_of
+from tests.helpers.fakes import ScriptedGenerator
+from tests.toolkit.test_toolkit import garden_script
 
-SNAPSHOT = Path(__file__).parent / "data" / "mcp_tools.json"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "mcp_tools.json"
 
 pytestmark = pytest.mark.anyio
 

@@ -28,7 +28,7 @@ from localmem.storage.write.store import Store
 from mcp_server import build_server
 from mcp_server.args import MAX_CHARS_PER_CALL, MAX_TURNS_PER_CALL
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CAP = Settings().max_budget_tokens
 MANY = [{"text": f"note {i}"} for i in range(10_000)]
 HUGE = "word " * (MAX_TURN_CHARS // 5 + 1)

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_server.guard import policy
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.anyio
 
 

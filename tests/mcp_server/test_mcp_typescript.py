@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from .test_mcp_transports import env, start_http
+from tests.mcp_server.test_mcp_transports import env, start_http
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "ts" / "mcp_client.cjs"
 MODULES = Path(os.environ.get("LOCALMEM_NODE_MODULES") or ROOT / ".ci" / "node" / "node_modules")
 NODE = shutil.which("node")

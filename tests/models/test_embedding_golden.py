@@ -20,7 +20,7 @@ from localmem.storage.write.prepare import statement_spans
 from localmem.storage.write.store import Store
 from localmem.storage.write.vectorize import turn_vectors
 
-GOLDEN = Path(__file__).resolve().parent / "data" / "embedding_golden.npz"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "embedding_golden.npz"
 TOL = 1e-4
 
 LONG = " ".join(

@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from localmem.models.llm import NOT_INSTALLED
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "localmem" / "data" / "sample_conversation.jsonl"
 HINT = "pip install llama-cpp-python"
 

@@ -22,8 +22,7 @@ from localmem.records import SessionIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.layers.queue import claim
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, ScriptedGenerator, session
+from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
 
 
 class CableFake:

@@ -11,7 +11,7 @@ from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
 from localmem.storage.reads.queries import Filter
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def test_asks_assistant_only_for_questions_about_its_words() -> None:

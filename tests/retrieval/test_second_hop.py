@@ -13,8 +13,7 @@ from localmem.retrieval.reconstruct import Recorder, reconstruct
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES
 from localmem.storage.reads.queries import Filter
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, session
+from tests.helpers.fakes import HashEmbedder, session
 
 
 def test_widened_query_adds_names_first_and_skips_what_the_query_has() -> None:

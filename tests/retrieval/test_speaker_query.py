@@ -12,8 +12,7 @@ from localmem.retrieval.pool import candidate_pool
 from localmem.retrieval.speaker_query import first_person
 from localmem.storage.reads.queries import Filter
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, session
+from tests.helpers.fakes import HashEmbedder, session
 
 SPEAKERS = ["Caroline", "Melanie"]
 

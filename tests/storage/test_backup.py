@@ -14,13 +14,13 @@ from pathlib import Path
 import apsw
 
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import ROOT, driver
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import ROOT, driver
 
 WRITER = """
 import sys, time
 sys.path.insert(0, {root!r})
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 from localmem.records import TurnIn
 from localmem.storage.write.store import Store
 store = Store(sys.argv[1], embedder=HashEmbedder())

@@ -20,7 +20,7 @@ from typing import IO, Any
 import apsw
 
 from localmem.storage.engine.retry import WAITING
-from tests.test_ingest_runner import driver, jsonl_lines
+from tests.ingest.test_ingest_runner import driver, jsonl_lines
 
 HOLD = """
 import sys, apsw

@@ -23,10 +23,9 @@ from localmem.storage.engine import db
 from localmem.storage.layers.queue import claim
 from localmem.storage.write.changes import cue_key, session_key
 from localmem.storage.write.store import Store
-
-from .conftest import ScriptedGenerator, session
-from .test_cable import CableFake, Enriching, make_store
-from .test_themes import ConceptEmbedder, six_sessions
+from tests.enrichment.test_themes import ConceptEmbedder, six_sessions
+from tests.helpers.fakes import ScriptedGenerator, session
+from tests.retrieval.test_cable import CableFake, Enriching, make_store
 
 Row = dict[str, Any]
 
@@ -303,7 +302,7 @@ UNJOURNALED = re.compile(r"synthetic")
 
 
 def test_only_the_door_writes_the_facts() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     found = []
     for path in sorted((root / "localmem").rglob("*.py")) + sorted((root / "mcp_server").rglob("*.py")):
         rel = path.relative_to(root).as_posix()

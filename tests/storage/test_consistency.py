@@ -6,7 +6,7 @@ again at once) and readers running ``reconstruct`` and the toolkit for a few sec
 Every read must succeed, and every turn it returns must be a row that existed: the
 writer logs each row it writes (id, session, date, text), and a returned turn must be
 one of those exact tuples, inside the read's scope and as_of. Plus a deterministic
-test of a reused turn id. Run a role by hand with ``python -m tests.test_consistency``.
+test of a reused turn id. Run a role by hand with ``python -m tests.storage.test_consistency``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from localmem.errors import NotFound
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
 
-from .conftest import HashEmbedder
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["garden", "bicycle", "chain", "tomato", "violin", "harbor", "lantern", "pepper", "glacier", "orchid"]
 Row = tuple[int, str, str | None, str]  # turn id, session key, timestamp, text
 
@@ -169,7 +168,16 @@ def _run(tmp_path: Path, seconds: float) -> tuple[dict[str, dict[str, Any]], lis
     roles = ["writer", "forgetter", "reconstruct", "toolkit"]
     procs = {
         role: subprocess.Popen(
-            [sys.executable, "-m", "tests.test_consistency", role, str(db), str(seconds), str(tmp_path / role), str(i)],
+            [
+                sys.executable,
+                "-m",
+                "tests.storage.test_consistency",
+                role,
+                str(db),
+                str(seconds),
+                str(tmp_path / role),
+                str(i),
+            ],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

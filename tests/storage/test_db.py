@@ -12,7 +12,7 @@ from localmem.errors import NotFound, SchemaError
 from localmem.records import TurnIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_migration_files_are_numbered_without_gaps() -> None:
     assert versions == list(range(1, len(versions) + 1))
 
 
-SNAPSHOT = Path(__file__).parent / "data" / "schema.sql"
+SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "schema.sql"
 UPDATE_ENV = "LOCALMEM_UPDATE_SNAPSHOT"
 
 
@@ -107,7 +107,7 @@ def test_schema_snapshot(tmp_path: Path) -> None:
     assert actual == expected, (
         "the migrated schema differs from tests/data/schema.sql. If the change is intended "
         f"(a new migration, a new sqlite-vec), regenerate the snapshot with `{UPDATE_ENV}=1 "
-        ".venv/bin/python -m pytest tests/test_db.py -k schema_snapshot` and review its diff."
+        ".venv/bin/python -m pytest tests/storage/test_db.py -k schema_snapshot` and review its diff."
     )
 
 

@@ -24,8 +24,8 @@ from localmem.storage.copies import backup
 from localmem.storage.copies import convert as crypto
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import driver
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import driver
 
 pytestmark = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 
@@ -237,7 +237,7 @@ def test_mcp_server_on_an_encrypted_store(tmp_path: Path) -> None:
     key_file.write_text(KEY, "utf-8")
     key_file.chmod(0o600)
     env = clean_env(LOCALMEM_KEY_FILE=str(key_file))
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("LOCALMEM_MODEL", None)
 
     async def session() -> None:

@@ -14,8 +14,7 @@ from localmem.config import Settings
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.write import graph
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 _WORDS = [
     "garden",

@@ -14,8 +14,7 @@ from localmem.errors import ConfigError
 from localmem.storage.engine import db
 from localmem.storage.reads import queries
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 ROWS = 20_000
 RARE = (7, 4_321, 19_999)  # "zebra" turns; 4_321 also says "alpha"

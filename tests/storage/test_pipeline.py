@@ -16,8 +16,7 @@ from localmem.errors import InputError
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.write.pipeline import pipelined
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder, session
+from tests.helpers.fakes import HashEmbedder, session
 
 
 class Boom(Exception):

@@ -26,10 +26,9 @@ from localmem.storage.vectors import table_mirror as vectors
 from localmem.storage.vectors.stored import UNDATED, quantize
 from localmem.storage.vectors.table_mirror import FILE_SHORTLIST, RESCORED, SHORTLIST
 from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
 
-from .conftest import HashEmbedder
-
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # What a warm query process allocates besides its mirrors: the query's own working set
 # (scores, shortlists, packing), independent of the store's size. Measured on 6,000 turns:
 # 4.9 MB grown in all, of which 1.2 MB mirrors; a float32 copy would add 25.6 MB more.
@@ -190,7 +189,7 @@ from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.vectors import table_mirror as vectors
 vectors.HELD_ROWS = 1000  # the large store below: its mirrors must hold no float32 vectors
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 def anon():
     # private memory only (heap, numpy arrays): a float32 copy would be here; shared

@@ -24,8 +24,8 @@ from localmem.storage.copies import replica
 from localmem.storage.copies import restore as replica_restore
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import ROOT, driver
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import ROOT, driver
 
 try:
     replica.litestream_binary()
@@ -103,7 +103,7 @@ def test_replicate_restore_and_point_in_time(tmp_path: Path) -> None:
 WRITE = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 from localmem.records import TurnIn
 from localmem.storage.write.store import Store
 s = Store(sys.argv[1], embedder=HashEmbedder())

@@ -16,15 +16,15 @@ from localmem.records import TurnIn
 from localmem.storage.copies import replica
 from localmem.storage.engine import checkpoints as replica_live
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
-from tests.test_ingest_runner import driver
-from tests.test_replica import env, needs_litestream
+from tests.helpers.fakes import HashEmbedder
+from tests.ingest.test_ingest_runner import driver
+from tests.storage.test_replica import env, needs_litestream
 
 PRAGMA_IN_ANOTHER_PROCESS = """
 import sys
 from localmem.records import TurnIn
 from localmem.storage.write.store import Store
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 store = Store(sys.argv[1], embedder=HashEmbedder())
 store.write([TurnIn("written by another process", speaker="Bo")], session="other")
 print(store.conn.one("PRAGMA wal_autocheckpoint")[0])
@@ -38,7 +38,7 @@ def autocheckpoint_after_a_write(store: Store, text: str) -> int:
 
 
 def in_another_process(db: Path) -> int:
-    root = Path(__file__).parent.parent
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", PRAGMA_IN_ANOTHER_PROCESS, str(db)],
         env=env(),

@@ -10,8 +10,7 @@ from localmem.errors import EmbedderMismatch, InputError
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def count(store: Store, sql: str) -> int:

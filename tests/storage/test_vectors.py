@@ -12,8 +12,7 @@ from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.vectors.stored import UNDATED, quantize
 from localmem.storage.write.store import Store
-
-from .conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 
 def _table_vectors(store: Store) -> dict[int, np.ndarray]:

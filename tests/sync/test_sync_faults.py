@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from localmem.sync.run import status
-from tests.sync_helpers import hashes, open_device, session, state, sync
-from tests.test_sync_merge import a_dev
+from tests.helpers.sync import hashes, open_device, session, state, sync
+from tests.sync.test_sync_merge import a_dev
 
 
 def _root(tmp_path: Path, name: str = "folder") -> Path:
@@ -176,10 +176,10 @@ def test_two_devices_ingest_the_same_export_at_once(tmp_path: Path) -> None:
 
 def _run(role: str, db: Path, root: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.sync_worker", role, str(db), str(root), *extra],
+        [sys.executable, "-m", "tests.helpers.sync_worker", role, str(db), str(root), *extra],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
 
 
@@ -212,11 +212,11 @@ def test_kill_9_mid_write_and_mid_fold(tmp_path: Path) -> None:
         k = rng.randint(1, 30)  # four rounds fold at most 120 of the 150+ segments
         pause = ("--pause-at", str(k)) if n % 2 == 0 else ()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.sync_worker", "sync", str(reader), str(root), *pause],
+            [sys.executable, "-m", "tests.helpers.sync_worker", "sync", str(reader), str(root), *pause],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            cwd=Path(__file__).parent.parent,
+            cwd=Path(__file__).resolve().parents[2],
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         seen = ""

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from localmem.storage.write.store import Store
-from tests.sync_helpers import add_cue, hashes, open_device, session, state, sync
+from tests.helpers.sync import add_cue, hashes, open_device, session, state, sync
 
 
 def _devices(tmp_path: Path, n: int) -> tuple[Path, list[Store]]:

@@ -18,8 +18,8 @@ from localmem.errors import InputError, NotFound
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
-from tests.conftest import ScriptedGenerator
-from tests.test_themes import ConceptEmbedder, six_sessions, theme_of
+from tests.enrichment.test_themes import ConceptEmbedder, six_sessions, theme_of
+from tests.helpers.fakes import ScriptedGenerator
 
 
 def garden_script(turns: list[tuple[int, str, str]]) -> dict[str, Any]:

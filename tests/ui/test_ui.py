@@ -36,7 +36,7 @@ from localmem.retrieval.trace import trace
 from localmem.storage.write.store import Store
 from localmem.ui.app import bind, build_app
 from localmem.ui.security import loopback_host, port_of
-from tests.conftest import HashEmbedder, session
+from tests.helpers.fakes import HashEmbedder, session
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -15,7 +15,7 @@ Litestream's tips ask for 5 s or more).
 
 Litestream cannot replicate an encrypted (SQLite3MC) store: it opens the database with its
 own SQLite, which cannot decrypt page 1, and fails with "file is not a database" (tested:
-``tests/test_replica.py``; upstream issues benbjohnson/litestream#47 and #777). For an
+``tests/storage/test_replica.py``; upstream issues benbjohnson/litestream#47 and #777). For an
 encrypted store ``replicate`` instead writes, every ``interval`` seconds in which something
 changed, a snapshot through SQLite's online backup, which is encrypted with the store's key
 (SQLite3MC keys the copy), into a ``file://`` folder, keeping the newest ``keep``; never a

@@ -13,7 +13,7 @@ costs ~7 us cached, ~300 us from disk). On real MiniLM vectors (32.6k turns / 28
 99.2% (turns) / 96.9% (cues) of its rows, in those 200 for 98.9% / 96.5%. On a 1M-cue
 store (the 100k-message export, 300 questions) the returned top 10 holds 90.3% of the
 exact top 10 from a 500-row shortlist, 94.1% from 1,000 and 96.1% from 2,000; the rows it
-misses are within ~0.003 of the exact 10th cosine (tests/test_quantized.py).
+misses are within ~0.003 of the exact 10th cosine (tests/storage/test_quantized.py).
 
 Invariants:
 - a mirror object never changes once built: a refresh makes a new one (sharing the
