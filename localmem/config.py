@@ -1,9 +1,8 @@
 """Settings: where the database lives, which models to use, retrieval parameters.
 
-Precedence, lowest first: the defaults below < config file (``config.toml`` in the user
-config dir, or ``LOCALMEM_CONFIG``) < environment (``LOCALMEM_<KEY>``,
-``LOCALMEM_<SECTION>_<KEY>``) < explicit arguments (CLI flags). ``load_settings`` is the
-one parse of all of them into the frozen dataclasses below.
+Precedence, lowest first: the defaults below < config file (``config.toml`` in the user config dir, or
+``LOCALMEM_CONFIG``) < environment (``LOCALMEM_<KEY>``, ``LOCALMEM_<SECTION>_<KEY>``) < explicit arguments
+(CLI flags). ``load_settings`` is the one parse of all of them into the frozen dataclasses below.
 
 Invariants:
 - every default is defined once, in the dataclasses; help texts read it with ``default()``;
@@ -105,16 +104,20 @@ class CableParams:
 
     @property
     def variant(self) -> str:
-        off = [
-            name
-            for name, on in (
-                ("no-subtraction", self.subtraction),
-                ("no-verification", self.verification),
-                ("generic-queries", not self.generic_queries),
-            )
-            if not on
-        ]
+        switches = (("no-subtraction", self.subtraction), ("no-verification", self.verification))
+        off = [name for name, on in (*switches, ("generic-queries", not self.generic_queries)) if not on]
         return ",".join(off) or "full"
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    """How files are read (localmem/ingest/) and what every write keeps out (storage/prepare.py)."""
+
+    tool_lines: str = "compact"  # an agent's tool call as one line (`ran: pytest -q`) in its turn; "none": left out
+    redact: bool = True  # secrets -> `[secret: kind]`, <private>…</private> dropped, before a turn is stored
+
+    def __post_init__(self) -> None:
+        _check_instance(self, "ingest")
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class Settings:
     replica: str | None = None  # localmem replicate's target: file:///…, sftp://…, s3://… (storage/copies/replica.py)
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
     cable: CableParams = field(default_factory=CableParams)
+    ingest: IngestParams = field(default_factory=IngestParams)
 
     def __post_init__(self) -> None:
         _check_instance(self, "")
@@ -175,8 +179,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.extracted_cues": ("all", "fill", "off"),
     "retrieval.assistant_lists": ("all", "asked"),
     "retrieval.cue_vectors": ("span", "separate"),
+    "ingest.tool_lines": ("compact", "none"),
 }
-SECTIONS: dict[str, type[RetrievalParams] | type[CableParams]] = {"retrieval": RetrievalParams, "cable": CableParams}
+Section = type[RetrievalParams] | type[CableParams] | type[IngestParams]
+SECTIONS: dict[str, Section] = {"retrieval": RetrievalParams, "cable": CableParams, "ingest": IngestParams}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -234,10 +240,7 @@ def load_settings(**overrides: Any) -> Settings:
         given[key] = value
     _layer(values, sources, given, "argument", text=False)
     top = values[""]
-    budget, cap = (
-        top.get("budget_tokens", default("budget_tokens")),
-        top.get("max_budget_tokens", default("max_budget_tokens")),
-    )
+    budget, cap = (top.get(k, default(k)) for k in ("budget_tokens", "max_budget_tokens"))
     _check_budgets(budget, cap, sources, "")
     parts = {s: cls(**values[s]) for s, cls in SECTIONS.items()}
     return Settings(**top, **parts)  # type: ignore[arg-type]
@@ -393,8 +396,5 @@ def _check_budgets(budget: int, cap: int, sources: dict[str, str], where: str) -
     if budget <= cap:
         return
     b, c = sources.get("budget_tokens", where or "default"), sources.get("max_budget_tokens", where or "default")
-    raise ConfigError(
-        f"{b}: budget_tokens ({budget}) must not exceed max_budget_tokens ({cap}"
-        + (f", from {c}" if c != b else "")
-        + ")"
-    )
+    from_c = f", from {c}" if c != b else ""
+    raise ConfigError(f"{b}: budget_tokens ({budget}) must not exceed max_budget_tokens ({cap}{from_c})")

@@ -37,6 +37,7 @@ LAZY_ALLOWED = (
     "starlette",
     "keyring",  # optional: the OS keyring as a key source (storage/engine/keys.py)
     "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/copies/age.py)
+    "detect_secrets",  # brings `requests` (~0.1 s): loaded on a write's first redaction (util/secrets.py)
 )
 
 

@@ -91,6 +91,8 @@ def merge(sessions: Iterable[SessionIn]) -> list[SessionIn]:
                 turns=prev.turns + s.turns,
                 started_at=prev.started_at or s.started_at,
                 title=prev.title or s.title,
+                client=prev.client or s.client,
+                project=prev.project or s.project,
             )
     return list(out.values())
 

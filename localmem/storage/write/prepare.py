@@ -1,8 +1,11 @@
 """A turn made ready for the write path: checked, timed, identified, split into cues.
 
 Invariants:
+- a turn's text has no secret and no ``<private>`` span (``localmem.util.secrets``,
+  unless the ``ingest.redact`` setting is off): what follows (its hash, cues, FTS rows,
+  vectors, the journal, sync segments, exports) never sees them;
 - a turn's identity is the hash of its session's source and key, its native id,
-  speaker, role, time and text: the same content written again (from any file name,
+  speaker, role, time and (redacted) text: the same content written again (from any file name,
   by any client) finds its stored row and writes nothing;
 - a turn's text holds at most ``MAX_TURN_CHARS`` characters (refused, never cut);
 - its statement cues are its distinct sentences, at most ``MAX_STATEMENT_CUES``, so the
@@ -12,10 +15,11 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from localmem.errors import InputError
 from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
+from localmem.util import secrets
 from localmem.util.text import parse_time, sentence_spans
 
 # Statement cues of one turn: its distinct sentences, at most this many (a turn of the
@@ -63,10 +67,15 @@ class Staged:
     turns: int
 
 
-def prepare(sess: SessionIn, turn: TurnIn, index: int) -> Prepared:
-    """Turn ``index`` of ``sess`` checked (text, size, time) and identified."""
+def prepare(sess: SessionIn, turn: TurnIn, index: int, *, redact: bool = True) -> Prepared:
+    """Turn ``index`` of ``sess`` checked (text, size, time), its secrets and private spans
+    taken out (``redact``; before the hash, so its identity is that of what is stored), and identified."""
     if not isinstance(turn.text, str) or not turn.text.strip():
         raise InputError(f"turn {index} of session {sess.key!r} has no text")
+    if redact and (clean := secrets.redact(turn.text)) != turn.text:
+        if not clean.strip():
+            raise InputError(f"turn {index} of session {sess.key!r} has no text outside its <private> spans")
+        turn = replace(turn, text=clean)
     if len(turn.text) > MAX_TURN_CHARS:
         raise InputError(
             f"turn {index} of session {sess.key!r} has {len(turn.text):,} characters; "
@@ -79,3 +88,13 @@ def prepare(sess: SessionIn, turn: TurnIn, index: int) -> Prepared:
         raise InputError(f"turn {index} of session {sess.key!r}: {exc}") from exc
     h = content_hash(sess.source, sess.key, turn.source_id or "", turn.speaker, turn.role, ts or "", turn.text)
     return Prepared(turn, ts, h, statement_spans(turn.text))
+
+
+def prepare_all(sess: SessionIn, redact: bool) -> list[Prepared]:
+    """Every turn of ``sess``, prepared."""
+    return [prepare(sess, t, i, redact=redact) for i, t in enumerate(sess.turns)]
+
+
+def title(sess: SessionIn, redact: bool) -> str:
+    """The session's title as stored: redacted like its turns."""
+    return secrets.redact(sess.title) if redact else sess.title

@@ -39,7 +39,7 @@ from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
 from localmem.storage.write import changes, forgets
 from localmem.storage.write.graph import link_semantic
 from localmem.storage.write.pipeline import pipelined
-from localmem.storage.write.prepare import Prepared, Staged, prepare
+from localmem.storage.write.prepare import Prepared, Staged, prepare_all, title
 from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
 from localmem.util.text import count_words, parse_time
 
@@ -229,7 +229,7 @@ class Store:
 
     def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
         # forget wins: a hash in the forget set is not written again (docs/sync.md)
-        staged = [(s, [prepare(s, t, i) for i, t in enumerate(s.turns)]) for s in sessions]
+        staged = [(s, prepare_all(s, self.settings.ingest.redact)) for s in sessions]
         prepared = forgets.drop_forgotten(self.conn, staged)
         known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
         fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
@@ -289,9 +289,8 @@ class Store:
                 raise InputError(f"session {sess.key!r}: {exc}") from exc
         else:
             started = next((p.ts for p in ps if p.ts), None)
-        return changes.add_session(
-            self.conn, changes.SessionWrite(sess.source, sess.key, sess.title, started), origin=origin
-        )
+        write = changes.SessionWrite(sess.source, sess.key, title(sess, self.settings.ingest.redact), started)
+        return changes.add_session(self.conn, write, origin=origin)
 
     def _next_ord(self, session_id: int) -> int:
         row = self.conn.one("SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,))
