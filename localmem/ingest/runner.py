@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from localmem.errors import InputError
-from localmem.ingest import detect, state, units
+from localmem.ingest import AGENT_FORMATS, READ_ONLY_OPTIONS, detect, state, units
 from localmem.ingest._json import Cursor
 from localmem.ingest._units import merge
 from localmem.records import SessionIn
@@ -58,7 +58,7 @@ class Plan:
 
     @property
     def options_key(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return ",".join(f"{k}={v}" for k, v in sorted(self.options.items()) if k not in READ_ONLY_OPTIONS)
 
 
 @dataclass
@@ -128,6 +128,8 @@ def start(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = 
         raise InputError("no such file", path=str(path))
     name = fmt or detect(path)
     opts = {k: v for k, v in options.items() if v is not None}
+    if name in AGENT_FORMATS:
+        opts.setdefault("tool_lines", store.settings.ingest.tool_lines)
     st = state.stat(path)
     p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad, named_format=fmt)
     prev = state.get(store.conn, path, name, p.options_key)
