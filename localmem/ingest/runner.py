@@ -16,9 +16,10 @@ that batch again next time and finds its turns already stored (content hashes), 
 nothing is written twice and nothing is lost.
 
 Where to start: an interrupted ingest, or a file that changed but whose bytes before
-the resume point did not (a log that grew), continues from the resume point; anything
-else (a complete file ingested again, an edited file) is read from its start, and turns
-already stored are counted as already present.
+the resume point did not (a log that grew), continues from the resume point, and so does
+a coding agent's log read to its end before (nothing new); anything else (a complete
+file ingested again, an edited file) is read from its start, and turns already stored
+are counted as already present.
 """
 
 from __future__ import annotations
@@ -134,6 +135,11 @@ def start(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = 
     p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad, named_format=fmt)
     prev = state.get(store.conn, path, name, p.options_key)
     if prev is not None and (not prev.complete or prev.stat.fingerprint != st.fingerprint):
+        p.start = state.resume_point(prev, path, st) or Cursor()
+    elif prev is not None and name in AGENT_FORMATS:
+        # An agent's log read to its end and unchanged since has nothing new. Not read again
+        # from its start: a step that was cut by an earlier read would be joined again into
+        # a turn of another text (localmem/ingest/_agent.py).
         p.start = state.resume_point(prev, path, st) or Cursor()
     return p
 
