@@ -31,6 +31,7 @@ from typing import Any
 from localmem.ingest._json import Cursor, Record
 from localmem.ingest._units import Unit, bad
 from localmem.records import Project, SessionIn, TurnIn
+from localmem.util import secrets
 
 TOOL_LINES = ("compact", "none")
 MAX_ARG = 160  # characters of a tool line's argument (a command, a path, a query)
@@ -235,7 +236,8 @@ def _unwrap_shell(argv: list[str]) -> str:
 
 
 def _short(text: str) -> str:
-    one = " ".join(text.split())
+    # Redacted before it is cut: a secret cut in half would no longer look like one.
+    one = " ".join(secrets.redact(text).split())
     return one if len(one) <= MAX_ARG else one[: MAX_ARG - 1] + "…"
 
 

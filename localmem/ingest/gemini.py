@@ -122,7 +122,8 @@ def _message(msg: Any, path: Path, where: str, key: str, seen: set[str], tool_li
     if mid not in seen:
         seen.add(mid)
         out.extend(_said(msg, path, where, key, mid, kind))
-    for call in msg.get("toolCalls") or [] if kind == "gemini" else []:
+    calls = msg.get("toolCalls") if kind == "gemini" else None
+    for call in calls if isinstance(calls, list) else []:
         cid = call.get("id") if isinstance(call, dict) else None
         if not isinstance(cid, str) or cid in seen:
             continue

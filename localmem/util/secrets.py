@@ -25,6 +25,7 @@ processes that never write a turn do not pay for it.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from itertools import pairwise
@@ -68,7 +69,6 @@ Plugins = tuple[tuple[str, Callable[[str], Iterable[str]]], ...]
 _AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
 
 _B = r"(?<![A-Za-z0-9_-])"  # not inside a longer token
-_E = r"(?![A-Za-z0-9_-])"
 # Rules that match the secret itself: (kind, pattern, group holding the secret, 0 = all of it).
 RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # A PEM block, real newlines or JSON-escaped ones (a GCP service-account file's
@@ -82,22 +82,22 @@ RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         0,
     ),
-    ("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}" + _E), 0),
-    ("openai-key", re.compile(_B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}" + _E), 0),
-    ("api-key", re.compile(_B + r"sk-[A-Za-z0-9]{32,}" + _E), 0),
-    ("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E), 0),
-    ("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}" + _E), 0),
+    ("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}"), 0),
+    ("openai-key", re.compile(_B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"), 0),
+    ("api-key", re.compile(_B + r"sk-[A-Za-z0-9]{32,}"), 0),
+    ("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0),
+    ("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
     ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"), 0),
-    ("stripe-key", re.compile(_B + r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}" + _E), 0),
-    ("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E), 0),
-    ("google-oauth-secret", re.compile(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}" + _E), 0),
-    ("huggingface-token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}" + _E), 0),
-    ("npm-token", re.compile(_B + r"npm_[A-Za-z0-9]{36}" + _E), 0),
-    ("digitalocean-token", re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}" + _E), 0),
-    ("shopify-token", re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E), 0),
-    ("databricks-token", re.compile(_B + r"dapi[a-f0-9]{32}" + _E), 0),
+    ("stripe-key", re.compile(_B + r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"), 0),
+    ("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}"), 0),
+    ("google-oauth-secret", re.compile(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}"), 0),
+    ("huggingface-token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}"), 0),
+    ("npm-token", re.compile(_B + r"npm_[A-Za-z0-9]{36}"), 0),
+    ("digitalocean-token", re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}"), 0),
+    ("shopify-token", re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"), 0),
+    ("databricks-token", re.compile(_B + r"dapi[a-f0-9]{32}"), 0),
     ("age-secret-key", re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), 0),
-    ("telegram-token", re.compile(r"(?<![0-9A-Za-z])\d{8,10}:AA[0-9A-Za-z_-]{33}" + _E), 0),
+    ("telegram-token", re.compile(r"(?<![0-9A-Za-z])\d{8,10}:AA[0-9A-Za-z_-]{33}"), 0),
 )
 # Rules that start at the secret's name (a key word, a header, a flag).
 NAMED_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
@@ -105,7 +105,7 @@ NAMED_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "aws-secret-key",
         re.compile(
             r"(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret_?key)[\"']?\s*[:=]\s*[\"']?"
-            r"([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+            r"([A-Za-z0-9/+=]{40})"
         ),
         1,
     ),
@@ -152,13 +152,17 @@ _NOT_SECRET_LAST = {
     "hint", "policy", "rotation", "provider", "manager", "store", "scope", "scopes", "address", "addr",
 }  # fmt: skip
 _NOT_A_VALUE = {"none", "null", "nil", "true", "false", "undefined", "changeme", "redacted", "required", "optional"}
-_ENV_LINE = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*([\"']?)([^\s\"'#]+)\2")
-_COLON_LINE = re.compile(r"(?m)^[ \t]*[-*]?[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:[ \t]+([^\s\"'#]+)[ \t]*$")
+# `KEY=value` and `key: value` anywhere (a .env file, a shell line, a sentence); a value
+# ends at a space, a quote or backquote, `#`, `,`, `;`, `)` or `]`.
+_ENV_LINE = re.compile(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*([\"']?)([^\s\"'`#,;)\]]+)\2")
+_COLON_LINE = re.compile(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:[ \t]+([^\s\"'`#,;)\]]+)")
 _QUOTED = re.compile(
     r"([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*(?::=|=>|==|[:=])[ \t]*[@]?([\"'`])([^\"'`\s]{4,200})\3"
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=.")
 _KEYISH = re.compile(r"[A-Za-z0-9_+/=-]{11,}")
 _NAMED = re.compile(r"(?i)pass|pwd|secret|token|key|credential|auth|bearer")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -196,21 +200,30 @@ def find(text: str) -> list[tuple[int, int, str]]:
     # named rule and assignment names its secret.
     if _keyish(text) or "://" in text or "-----BEGIN" in text:
         for kind, value in _plugin_values(text, _plugins()):
-            spans.extend((s, s + len(value), kind) for s in _occurrences(text, value))
+            spans.extend((*_widen(text, s, s + len(value)), kind) for s in _occurrences(text, value))
         spans.extend(_matches(RULES, text))
     if _NAMED.search(text):
         for kind, value in _plugin_values(text, _named_plugins()):
-            spans.extend((s, s + len(value), kind) for s in _occurrences(text, value))
+            spans.extend((*_widen(text, s, s + len(value)), kind) for s in _occurrences(text, value))
         spans.extend(_matches(NAMED_RULES, text))
         spans.extend(_assignments(text))
     return spans
 
 
 def _matches(rules: Iterable[tuple[str, re.Pattern[str], int]], text: str) -> Iterator[tuple[int, int, str]]:
+    """Every match of every rule, overlapping ones too (a value that runs into the next
+    ``key: value`` must not hide it)."""
     for kind, pattern, group in rules:
-        for m in pattern.finditer(text):
+        for m in _overlapping(pattern, text):
             if m.group(group):
                 yield m.start(group), m.end(group), kind
+
+
+def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    m = pattern.search(text)
+    while m is not None:
+        yield m
+        m = pattern.search(text, m.start() + 1)
 
 
 def kinds(text: str) -> list[str]:
@@ -228,6 +241,18 @@ def _merge(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
         else:
             out.append((start, end, kind))
     return out
+
+
+def _widen(text: str, start: int, end: int) -> tuple[int, int]:
+    """A plugin's match grown to the whole token it sits in: some plugins yield a regex
+    group (``glpat`` of a GitLab token, a JWT without its signature), not the secret."""
+    while start > 0 and text[start - 1] in _WORD_CHARS:  # not over `=`: `KEY=` stays
+        start -= 1
+    while end < len(text) and text[end] in _TOKEN_CHARS:
+        end += 1
+    while end > start and text[end - 1] == ".":  # a full stop after it is the sentence's
+        end -= 1
+    return start, end
 
 
 def _occurrences(text: str, value: str) -> Iterator[int]:
@@ -277,21 +302,31 @@ def _assignments(text: str) -> Iterator[tuple[int, int, str]]:
     """``KEY=value`` lines (.env), ``key: value`` lines (YAML) and quoted assignments in
     code or JSON (``password = "…"``, ``"api_key": "…"``) whose name says secret."""
     if "=" in text:
-        for m in _ENV_LINE.finditer(text):
+        for m in _overlapping(_ENV_LINE, text):
             # An upper-case name is a .env or shell variable: its value is a literal. In code
             # (`token = args.token`) a bare value is an expression unless it has a digit or symbol.
             loose = m.group(1).upper() == m.group(1) or bool(m.group(2))
-            code = not loose and _IDENTIFIER.fullmatch(m.group(3).rstrip(",;")) is not None
+            code = not loose and _looks_like_code(m.group(3))
             if _secret_name(m.group(1)) and not code and _value_ok(m.group(3), loose=loose):
                 yield m.start(3), m.end(3), _kind(m.group(1))
     if ":" in text:
-        for m in _COLON_LINE.finditer(text):
+        for m in _overlapping(_COLON_LINE, text):
+            if text[max(0, m.start() - 1) : m.start() + 8] == "[secret: ":
+                continue  # a placeholder
             if _secret_name(m.group(1)) and _value_ok(m.group(2), loose=False):
                 yield m.start(2), m.end(2), _kind(m.group(1))
     if '"' in text or "'" in text or "`" in text:
-        for m in _QUOTED.finditer(text):
+        for m in _overlapping(_QUOTED, text):
             if _secret_name(m.group(2)) and _value_ok(m.group(4), loose=True):
                 yield m.start(4), m.end(4), _kind(m.group(2))
+
+
+def _looks_like_code(value: str) -> bool:
+    """A name or a dotted path (``args.token``), not a literal: short, or without digits
+    and inner capitals (a 40-character random run is a key, whatever it looks like)."""
+    if _IDENTIFIER.fullmatch(value) is None:
+        return False
+    return "." in value or len(value) < 16 or not (re.search(r"\d", value) and re.search(r"[a-z][A-Z]", value))
 
 
 def _parts(name: str) -> list[str]:
