@@ -5,7 +5,8 @@ A unit is the smallest thing that is stored or refused as a whole: a bad unit ca
 its ``InputError`` instead of sessions, so ``--skip-bad`` can step over it and nothing
 of it is ever written. Messages a parser leaves out on purpose (system prompts, tool
 calls, hidden or empty messages) are counted in ``skipped`` by reason. A unit with a
-turn longer than ``MAX_TURN_CHARS`` is a bad unit (``checked``): refused, not split.
+turn longer than ``MAX_TURN_CHARS`` is a bad unit (``checked``): refused, not split; a
+turn that is nothing but ``<private>`` spans is left out (counted).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor, Record
 from localmem.records import MAX_TURN_CHARS, SessionIn
+from localmem.util.secrets import drop_private
 from localmem.util.text import parse_time
 
 # A record that holds one turn (a line of the jsonl format) is refused unread past this
@@ -74,7 +76,22 @@ def checked(u: Unit, path: Path) -> Unit:
                     where=u.where,
                 )
                 return bad(u.index, u.where, u.after, err)
-    return u
+    return _without_private_only(u)
+
+
+def _without_private_only(u: Unit) -> Unit:
+    """``u`` without the turns that are nothing but ``<private>`` spans (counted): the
+    write path would refuse them (storage/prepare.py drops private spans)."""
+    if not any("<private>" in t.text.lower() for s in u.sessions for t in s.turns):
+        return u
+    skipped = Counter(u.skipped)
+    sessions = []
+    for s in u.sessions:
+        kept = tuple(t for t in s.turns if drop_private(t.text).strip())
+        skipped["private message"] += len(s.turns) - len(kept)
+        if kept:
+            sessions.append(replace(s, turns=kept))
+    return replace(u, sessions=tuple(sessions), skipped=skipped)
 
 
 def merge(sessions: Iterable[SessionIn]) -> list[SessionIn]:

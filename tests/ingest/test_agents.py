@@ -287,3 +287,17 @@ def test_a_log_that_is_not_an_agent_log_is_unchanged(tmp_path: Path) -> None:
     lines = tmp_path / "l.jsonl"
     lines.write_text(json.dumps({"type": "user", "text": "hi", "session": "s"}) + "\n")
     assert detect(lines) == "jsonl"
+
+
+def test_a_turn_that_is_all_private_is_left_out(tmp_path: Path) -> None:
+    log = tmp_path / "notes.jsonl"
+    rows = [
+        {"session": "s", "speaker": "me", "text": "<private>my PIN is 4821</private>"},
+        {"session": "s", "speaker": "me", "text": "Lunch at noon <private>with Dana</private> on Friday."},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with new_store(tmp_path, "m") as store:
+        report = runner.ingest_file(store, log)
+        texts = [t for _, _, t in stored(store)]
+    assert report.skipped["private message"] == 1 and report.new == 1
+    assert texts == ["Lunch at noon on Friday."]

@@ -14,8 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import localmem
+from localmem.config import Settings
+from localmem.errors import InputError
 from localmem.records import TurnIn
+from localmem.storage.store import Store
+from tests.conftest import HashEmbedder
 from tests.util.secret_corpus import Planted, corpus, needles, private_spans
 
 PLANTED = corpus(6)
@@ -140,3 +146,13 @@ def test_with_the_guard_off_the_search_finds_them(tmp_path: Path) -> None:
     run(folder / "memory.db", "ingest", str(log), "--json", env={"LOCALMEM_INGEST_REDACT": "false"})
     found = leaks(folder)
     assert found and len({n for hits in found.values() for n in hits}) > 100
+
+
+def test_the_write_path_drops_private_spans_and_refuses_nothing_else(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Store(db, embedder=HashEmbedder(), settings=Settings(db=db)) as store:
+        with pytest.raises(InputError, match=r"no text outside its <private> spans"):
+            store.write([TurnIn(text="<private>the door code is 4821</private>")], "s")
+        res = store.write([TurnIn(text="Lunch at noon <private>with Dana</private> on Friday.")], "s")
+        stored = store.conn.execute("SELECT text FROM turns WHERE id = ?", (res.turn_ids[0],)).fetchone()[0]
+    assert stored == "Lunch at noon on Friday."
