@@ -111,7 +111,7 @@ class CableParams:
 
 @dataclass(frozen=True)
 class IngestParams:
-    """How files are read (localmem/ingest/) and what every write keeps out (storage/prepare.py)."""
+    """How files are read (localmem/ingest/) and what every write keeps out (storage/write/prepare.py)."""
 
     tool_lines: str = "compact"  # an agent's tool call as one line (`ran: pytest -q`) in its turn; "none": left out
     redact: bool = True  # secrets -> `[secret: kind]`, <private>…</private> dropped, before a turn is stored

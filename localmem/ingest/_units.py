@@ -81,7 +81,7 @@ def checked(u: Unit, path: Path) -> Unit:
 
 def _without_private_only(u: Unit) -> Unit:
     """``u`` without the turns that are nothing but ``<private>`` spans (counted): the
-    write path would refuse them (storage/prepare.py drops private spans)."""
+    write path would refuse them (storage/write/prepare.py drops private spans)."""
     if not any("<private>" in t.text.lower() for s in u.sessions for t in s.turns):
         return u
     skipped = Counter(u.skipped)

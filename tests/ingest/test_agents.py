@@ -15,8 +15,8 @@ from localmem.errors import ConfigError
 from localmem.ingest import detect, load, runner
 from localmem.ingest._agent import tool_line
 from localmem.records import Project, SessionIn
-from localmem.storage.store import Store
-from tests.conftest import HashEmbedder
+from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 CC_SID = "5f0c2f5e-1d1b-4c8e-9a51-0d6a2f3b7c10"

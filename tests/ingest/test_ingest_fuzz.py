@@ -38,7 +38,7 @@ FIXTURES: dict[str, bytes] = {
         for i, (who, text) in enumerate([("Maya", "I signed up for the half marathon."), ("Bot", "When is it?")])
     ).encode(),
 }
-AGENTS = Path(__file__).resolve().parent / "ingest" / "fixtures"
+AGENTS = Path(__file__).resolve().parent / "fixtures"
 FIXTURES["claude-code"] = next((AGENTS / "claude-code").glob("*/*.jsonl")).read_bytes()
 FIXTURES["codex"] = next((AGENTS / "codex").glob("rollout-2025-10-*.jsonl")).read_bytes()
 FIXTURES["gemini"] = next((AGENTS / "gemini" / "chats").glob("*.jsonl")).read_bytes()

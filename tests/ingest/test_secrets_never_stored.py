@@ -20,8 +20,8 @@ import localmem
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.records import TurnIn
-from localmem.storage.store import Store
-from tests.conftest import HashEmbedder
+from localmem.storage.write.store import Store
+from tests.helpers.fakes import HashEmbedder
 from tests.util.secret_corpus import Planted, corpus, needles, private_spans
 
 PLANTED = corpus(6)
