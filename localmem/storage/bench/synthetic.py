@@ -31,6 +31,7 @@ import numpy as np
 
 from localmem.records import SessionIn
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.write.prepare import prepare
 from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import count_words
@@ -197,11 +198,10 @@ def add_antecedent_edges(conn: db.Conn, per_turn: int, seed: int = 0) -> None:
 def drop_jobs_outside_sessions(conn: db.Conn, keys: Sequence[str]) -> None:
     """Remove the queued jobs of turns whose session's key is not in ``keys`` (a bench
     that enriches only some sessions of a store)."""
-    marks = ",".join("?" * len(keys))
     with db.transaction(conn):
         conn.execute(
             f"DELETE FROM jobs WHERE turn_id IN (SELECT t.id FROM turns t JOIN sessions s "
-            f"ON s.id = t.session_id WHERE s.key NOT IN ({marks}))",
+            f"ON s.id = t.session_id WHERE s.key NOT IN ({marks(len(keys))}))",
             list(keys),
         )
 

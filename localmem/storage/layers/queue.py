@@ -34,6 +34,7 @@ import apsw
 
 from localmem.models.replies import CallRecord
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
 from localmem.util.clock import now_iso
 
@@ -204,9 +205,9 @@ def unfinished(conn: db.Conn, kind: str = KIND) -> int:
 def next_due(conn: db.Conn, kinds: Sequence[str]) -> str | None:
     """The earliest time a failed job of ``kinds`` waiting on a back-off is due again
     (naive ISO-8601 UTC); None when none waits."""
-    marks = ",".join("?" * len(kinds))
     row = conn.execute(
-        f"SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL AND kind IN ({marks})",
+        "SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL "
+        f"AND kind IN ({marks(len(kinds))})",
         list(kinds),
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])

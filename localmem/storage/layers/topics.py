@@ -21,6 +21,7 @@ from typing import Any
 
 from localmem.models.replies import CallRecord
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
 from localmem.storage.layers.queue import Job, finish, record_failure
 from localmem.storage.write import changes
@@ -98,10 +99,9 @@ def commit_session_topics(
 def _still_valid(conn: db.Conn, plan: Sequence[TopicWrite]) -> bool:
     adds = [t for w in plan for t in w.add_turns]
     if adds:
-        marks = ",".join("?" * len(adds))
         taken = conn.execute(
             f"SELECT 1 FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session' "
-            f"WHERE tt.turn_id IN ({marks}) LIMIT 1",
+            f"WHERE tt.turn_id IN ({marks(len(adds))}) LIMIT 1",
             adds,
         ).fetchone()
         if taken:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import marks, rows_in
 from localmem.util.text import fts_query
 
 # Words too common in questions to say anything about which turn answers them; dropping
@@ -238,18 +239,12 @@ def choose_terms(conn: Conn, table: str, match: str, common: tuple[float, int] |
 
 
 def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:
-    ids = list(set(ids))
-    out: dict[int, TurnRow] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for r in conn.execute(
-            "SELECT t.id, t.session_id, s.key, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, "
-            f"t.source_id, t.words FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id IN ({marks})",
-            chunk,
-        ):
-            out[int(r[0])] = TurnRow(*r)
-    return out
+    sql = (
+        "SELECT t.id, t.session_id, s.key, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, "
+        "t.source_id, t.words FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id IN ({marks})"
+    )
+    # set order, as before the one IN-list helper: the chunks, and so the dict's order, stay the same
+    return {int(r[0]): TurnRow(*r) for r in rows_in(conn, sql, list(set(ids)))}
 
 
 def scope_sessions(conn: Conn, scope: str) -> list[int]:
@@ -262,11 +257,10 @@ def edges_of(conn: Conn, ids: Iterable[int], kinds: tuple[str, ...]) -> list[tup
     ids = list(ids)
     if not ids:
         return []
-    marks = ",".join("?" * len(ids))
-    kmarks = ",".join("?" * len(kinds))
+    at, of = marks(len(ids)), marks(len(kinds))
     rows = conn.execute(
-        f"SELECT src, dst, kind, weight, reason FROM edges WHERE src IN ({marks}) AND kind IN ({kmarks}) "
-        f"UNION ALL SELECT dst, src, kind, weight, reason FROM edges WHERE dst IN ({marks}) AND kind IN ({kmarks})",
+        f"SELECT src, dst, kind, weight, reason FROM edges WHERE src IN ({at}) AND kind IN ({of}) "
+        f"UNION ALL SELECT dst, src, kind, weight, reason FROM edges WHERE dst IN ({at}) AND kind IN ({of})",
         [*ids, *kinds, *ids, *kinds],
     ).fetchall()
     return [(int(a), int(b), str(k), float(w), str(r)) for a, b, k, w, r in rows]
@@ -284,10 +278,10 @@ def antecedent_edges(conn: Conn, seeds: list[int]) -> list[AntecedentEdge]:
     a seed, then those out of one."""
     if not seeds:
         return []
-    marks = ",".join("?" * len(seeds))
+    at = marks(len(seeds))
     rows = conn.execute(
-        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({marks}) "
-        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({marks})",
+        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({at}) "
+        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({at})",
         [*seeds, *seeds],
     ).fetchall()
     return [AntecedentEdge(int(a), int(b), bool(e), str(r)) for a, b, e, r in rows]

@@ -43,9 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import chunks, marks, rows_in
 from localmem.storage.write.prepare import content_hash
-
-CHUNK = 500  # ids per IN list
 
 
 @dataclass(frozen=True)
@@ -138,13 +137,8 @@ def _journal(conn: Conn, kind: str, key: str, model: str | None, origin: str | N
 
 def _column_of(conn: Conn, table: str, column: str, ids: Iterable[int]) -> dict[int, str]:
     """``column`` (hash, key) of the rows ``ids`` of ``table`` that exist."""
-    wanted = list(dict.fromkeys(int(i) for i in ids))
-    out: dict[int, str] = {}
-    for at in range(0, len(wanted), CHUNK):
-        chunk = wanted[at : at + CHUNK]
-        sql = f"SELECT id, {column} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})"
-        out.update((int(r[0]), str(r[1])) for r in conn.execute(sql, chunk))
-    return out
+    sql = f"SELECT id, {column} FROM {table} WHERE id IN ({{marks}})"
+    return {int(r[0]): str(r[1]) for r in rows_in(conn, sql, (int(i) for i in ids))}
 
 
 # -- sessions and turns -----------------------------------------------------------------
@@ -188,12 +182,8 @@ def forget(conn: Conn, hashes: Sequence[str], *, origin: str | None = None) -> i
     topic memberships by cascade), then sessions left without turns; a row per turn
     deleted. Returns how many were."""
     gone = 0
-    unique = list(dict.fromkeys(hashes))
-    for at in range(0, len(unique), CHUNK):
-        chunk = unique[at : at + CHUNK]
-        rows = conn.execute(
-            f"DELETE FROM turns WHERE hash IN ({','.join('?' * len(chunk))}) RETURNING hash", chunk
-        ).fetchall()
+    for chunk in chunks(hashes):
+        rows = conn.execute(f"DELETE FROM turns WHERE hash IN ({marks(len(chunk))}) RETURNING hash", chunk).fetchall()
         for r in rows:
             _journal(conn, "forget", str(r[0]), None, origin)
         gone += len(rows)

@@ -32,7 +32,7 @@ from localmem.errors import EmbedderMismatch, InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage.engine import db
-from localmem.storage.engine.inlist import rows_in
+from localmem.storage.engine.inlist import marks, rows_in
 from localmem.storage.engine.retry import Patience
 from localmem.storage.vectors.mirrors import Mirrors, MirrorView
 from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
@@ -345,7 +345,7 @@ class Store:
         if turn_ids:
             if out := [i for i in turn_ids if not -(2**63) <= int(i) < 2**63]:
                 raise InputError(f"turn id {out[0]} is out of range (no turn has it)")
-            clauses.append(f"id IN ({','.join('?' * len(turn_ids))})")
+            clauses.append(f"id IN ({marks(len(turn_ids))})")
             args.extend(int(i) for i in turn_ids)
         if session is not None:
             clauses.append("session_id IN (SELECT id FROM sessions WHERE key = ? AND (? IS NULL OR source = ?))")
