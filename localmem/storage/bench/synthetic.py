@@ -32,6 +32,7 @@ import numpy as np
 from localmem.records import SessionIn
 from localmem.storage.engine import db
 from localmem.storage.engine.inlist import marks
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.prepare import prepare
 from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import count_words
@@ -155,7 +156,7 @@ class SyntheticWriter:
                 layout._turns,
             )
             conn.executemany("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", layout._fts)
-            conn.executemany("INSERT INTO jobs(kind, turn_id) VALUES ('extract', ?)", [(t,) for t in tids])
+            enqueue(conn, EXTRACT, tids)
             conn.executemany("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", tvec)
             conn.executemany(
                 "INSERT INTO cues(id, turn_id, kind, text, span_start, span_end) VALUES (?, ?, 'statement', ?, ?, ?)",

@@ -31,6 +31,7 @@ from localmem.storage.layers.queue import Job, finish, record_failure
 from localmem.storage.write import changes
 from localmem.storage.write.changes import CueWrite, EnrichmentWrite
 from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.jobs import ANTECEDENT, enqueue
 from localmem.storage.write.store import Store
 from localmem.storage.write.vectorize import turn_doc
 
@@ -124,7 +125,7 @@ def _write_turn(conn: db.Conn, r: TurnCues, model: str) -> bool:
             "INSERT INTO extracted_cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
         )
         conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.astype(np.float32).tobytes()))
-    conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('antecedent', ?)", (turn.turn_id,))
+    enqueue(conn, ANTECEDENT, (turn.turn_id,))
     return True
 
 

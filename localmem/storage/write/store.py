@@ -38,6 +38,7 @@ from localmem.storage.vectors.mirrors import Mirrors, MirrorView
 from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
 from localmem.storage.write import changes, forgets
 from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.pipeline import pipelined
 from localmem.storage.write.prepare import Prepared, Staged, prepare_all, title
 from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
@@ -303,7 +304,7 @@ class Store:
         write = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
         tid = changes.add_turn(self.conn, write, origin=origin)
         self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
-        self.conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
+        enqueue(self.conn, EXTRACT, (tid,))
         self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
         for (s, e), vec in zip(p.spans, cvecs, strict=True):
             cue_text = t.text[s:e]
