@@ -8,7 +8,6 @@ and skipped.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -181,7 +180,7 @@ def run_explore(
     """``--mode explore``: per question, the evidence recall of the turns the model
     explored and of its supports, rounds, calls and tokens, beside reconstruct's recall
     at ``budget`` on the same questions."""
-    samples = json.loads(data.read_text("utf-8"))
+    samples = read_benchmark(data, "LoCoMo")
     rows: list[dict[str, Any]] = []
     for sample in samples[:limit] if limit else samples:
         sid = str(sample["sample_id"])

@@ -26,7 +26,7 @@ from localmem.bench import (
     shortlist,
 )
 from localmem.bench.locomo import open_conversation_store
-from localmem.bench.metrics import METHODS
+from localmem.bench.metrics import METHODS, read_benchmark
 from localmem.cli import cable_flags
 from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
@@ -359,7 +359,7 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     gen = generator(settings, None if args.model == "default" else args.model)
     if not getattr(args, "no_cable", False):  # the benchmark measures CABLE, whatever the default
         settings = replace(settings, cable=replace(settings.cable, enabled=True))
-    samples = json.loads(args.data.read_text("utf-8"))
+    samples = read_benchmark(args.data, "LoCoMo")
     for sample in samples[: args.limit] if args.limit else samples:
         sid = str(sample["sample_id"])
         with open_conversation_store(workdir, sid, args.data, embedder, settings, args.sessions) as store:
