@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.bench.metrics import read_benchmark
+from localmem.bench.preamble import fresh_file
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.worker import run_worker
@@ -38,9 +39,7 @@ def run(
     sample: str | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    db_path = workdir / "extraction.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    db_path = fresh_file(workdir / "extraction.db")
     fmt = detect(data)
     if fmt == "locomo" and sample is None:
         sample = str(read_benchmark(data, "LoCoMo")[0]["sample_id"])

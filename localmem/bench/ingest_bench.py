@@ -40,6 +40,7 @@ from typing import Any
 
 import localmem.ingest.runner as runner_mod
 import localmem.storage.write.store as store_mod
+from localmem.bench.preamble import fresh_file
 from localmem.config import Settings
 from localmem.ingest import detect
 from localmem.ingest import longmemeval as lme
@@ -147,9 +148,7 @@ def run(
     fmt = fmt or detect(path)
     if fmt == "longmemeval" and question is None:
         question = first_question(path)  # one haystack, not the whole file
-    db_path = workdir / "ingest.db"
-    for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
-        p.unlink(missing_ok=True)
+    db_path = fresh_file(workdir / "ingest.db")
     embedder.embed(["load the model before anything is timed"])
     timers = Timers()
     with Store(db_path, embedder=embedder, settings=settings) as store:

@@ -15,6 +15,7 @@ from typing import Any
 
 from localmem.answering.explore import explore
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
+from localmem.bench.preamble import store_with
 from localmem.config import Settings
 from localmem.enrichment.antecedent import cable_totals, per_turn
 from localmem.ingest import locomo
@@ -32,10 +33,8 @@ def open_conversation_store(
 ) -> Store:
     """The conversation's store (its first ``sessions`` sessions only, when given)."""
     name = f"locomo-{sample_id}.db" if sessions is None else f"locomo-{sample_id}-s{sessions}.db"
-    store = Store(workdir / name, embedder=embedder, settings=settings)
     parsed = list(locomo.parse(data, sample=sample_id))
-    store.write_sessions(parsed[:sessions] if sessions is not None else parsed)
-    return store
+    return store_with(workdir / name, embedder, settings, parsed[:sessions] if sessions is not None else parsed)
 
 
 def within_sessions(evidence: Sequence[str], sessions: int | None) -> bool:
