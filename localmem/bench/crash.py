@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.engine import db
 
 T = TypeVar("T")
@@ -49,7 +49,7 @@ def _read(dbfile: Path, read: Callable[[db.Conn], T]) -> T:
 
 
 def _texts(dbfile: Path) -> Counter[str]:
-    return _read(dbfile, benchreads.turn_text_counts)
+    return _read(dbfile, reads.turn_text_counts)
 
 
 def _kill_after(proc: subprocess.Popen[Any], delay: float) -> threading.Timer:
@@ -78,7 +78,7 @@ def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: s
     proc.wait()
     timer.cancel()
     killed = proc.returncode == -signal.SIGKILL
-    done = _read(dbfile, lambda c: benchreads.resume_unit(c, str(path.resolve())))
+    done = _read(dbfile, lambda c: reads.resume_unit(c, str(path.resolve())))
     have = _texts(dbfile)
     lost_before_resume = sum(1 for t in lines[: int(done)] if have[t] == 0)
     # Resume: the same command again, to the end.
@@ -175,7 +175,7 @@ def _worker_round(dbfile: Path, rng: random.Random) -> dict[str, Any]:
     timer = _kill_after(proc, rng.uniform(1.5, 6.0))
     proc.wait()
     timer.cancel()
-    held = _read(dbfile, lambda c: benchreads.jobs_held_by_pid(c, proc.pid))
+    held = _read(dbfile, lambda c: reads.jobs_held_by_pid(c, proc.pid))
     return {"killed": proc.returncode == -signal.SIGKILL, "jobs_held_at_kill": int(held), "pid": proc.pid}
 
 
@@ -199,14 +199,14 @@ def run(*, rounds: int = 50, seed: int = 0, workdir: Path | None = None) -> dict
                 out = _worker_round(dbfile, rng)
                 held_pids.append((out["pid"], out["jobs_held_at_kill"]))
                 per_kind[kind].append(out)
-            if _read(dbfile, benchreads.quick_check) != "ok":
+            if _read(dbfile, reads.quick_check) != "ok":
                 quick_failures += 1
         # A last worker pass reclaims what the last killed worker held.
         subprocess.run(localmem_cmd(dbfile, "worker", "--once"), env=child_env(), capture_output=True)
-        still_held = sum(_read(dbfile, partial(benchreads.jobs_held_by_pid, pid=p)) for p, _n in held_pids)
+        still_held = sum(_read(dbfile, partial(reads.jobs_held_by_pid, pid=p)) for p, _n in held_pids)
         have = _texts(dbfile)
-        integrity = _read(dbfile, benchreads.integrity_check)
-        fk = _read(dbfile, benchreads.foreign_key_violations)
+        integrity = _read(dbfile, reads.integrity_check)
+        fk = _read(dbfile, reads.foreign_key_violations)
         ing, mcp, wrk = per_kind["ingest"], per_kind["mcp"], per_kind["worker"]
         return {
             "rounds": rounds,

@@ -30,7 +30,7 @@ import anyio
 import numpy as np
 
 from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.engine import db
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ async def _watch(dbfile: Path, work: Path, rep: ClientReport, start: Start, file
 def _missing(dbfile: Path, texts: list[str]) -> list[str]:
     conn = db.connect(dbfile)
     try:
-        have = benchreads.turn_text_counts(conn)
+        have = reads.turn_text_counts(conn)
     finally:
         conn.close()
     return [t for t in texts if t not in have]
@@ -204,7 +204,7 @@ def _missing(dbfile: Path, texts: list[str]) -> list[str]:
 def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
     conn = db.connect(dbfile)
     try:
-        counts = benchreads.turn_text_counts(conn)
+        counts = reads.turn_text_counts(conn)
         acked = [t for r in reports if r.kind in ("writer", "ingest") for t in r.texts]
         turns = sum(counts.values())
         return {
@@ -214,9 +214,9 @@ def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
             "duplicated": sum(n - 1 for n in counts.values() if n > 1),
             "watch_files_missing_turns": sum(len(_missing(dbfile, r.texts)) for r in reports if r.kind == "watch"),
             "reconstruct_failures": sum(sum(r.errors.values()) for r in reports if r.kind == "reader"),
-            "integrity_check": benchreads.integrity_check(conn),
-            "foreign_key_violations": benchreads.foreign_key_violations(conn),
-            **asdict(benchreads.index_counts(conn)),
+            "integrity_check": reads.integrity_check(conn),
+            "foreign_key_violations": reads.foreign_key_violations(conn),
+            **asdict(reads.index_counts(conn)),
         }
     finally:
         conn.close()

@@ -32,11 +32,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
-from localmem.storage.bench import reads as benchreads
-from localmem.storage.copies import replica
-from localmem.storage.copies import restore as replica_restore
-from localmem.storage.engine import checkpoints as replica_live
-from localmem.storage.engine import db
+from localmem.storage.bench import reads
+from localmem.storage.copies import replica, restore
+from localmem.storage.engine import checkpoints, db
 
 PROTOCOL = "2025-06-18"
 
@@ -152,7 +150,7 @@ def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
 def _texts(path: Path) -> set[str]:
     conn = db.connect(path, readonly=True)
     try:
-        return set(benchreads.turn_text_counts(conn))
+        return set(reads.turn_text_counts(conn))
     finally:
         conn.close()
 
@@ -172,12 +170,12 @@ def run(
     snapshots: bool = False,
 ) -> dict[str, Any]:
     """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
-    replicates (what localmem did before ``replica_live``), to compare. ``snapshots``: the
+    replicates (what localmem did before ``checkpoints``), to compare. ``snapshots``: the
     replicator is ``localmem replicate --snapshots --interval 1`` instead of Litestream (the
     rounds kill it in Litestream's place)."""
     saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
     if app_checkpoints:
-        os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(replica_live.DEFAULT_AUTOCHECKPOINT)
+        os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(checkpoints.DEFAULT_AUTOCHECKPOINT)
     try:
         return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir, snapshots=snapshots) | {
             "app_checkpoints": app_checkpoints,
@@ -241,7 +239,7 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snap
         time.sleep(3.0)  # Litestream ships the last transactions
         final = work / "final.db"
         try:
-            last = replica_restore.restore(url, final)
+            last = restore.restore(url, final)
             final_turns: int | str = int(str(last["turns"]))
             final_back = last.get("fell_back")
             have = _texts(final)
@@ -280,7 +278,7 @@ def _check_round(
     t0 = time.perf_counter()
     back: Any = None
     try:
-        back = replica_restore.restore(url, out, force=True).get("fell_back")
+        back = restore.restore(url, out, force=True).get("fell_back")
         integrity = "ok"  # restore checks integrity_check before renaming into place
         have = _texts(out)
     except Exception as exc:  # a failed restore is a result of this bench, not a crash of it

@@ -32,7 +32,7 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
-from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import checkpoints
 from localmem.storage.engine.keys import cipher_name, is_encrypted
 from localmem.storage.reads import views
 from mcp_server import clientconfig
@@ -100,7 +100,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             )
             + (
                 "; Litestream replicates it now (its writers leave checkpoints to Litestream)"
-                if replica_live.live(settings.db)
+                if checkpoints.live(settings.db)
                 else ""
             )
         )

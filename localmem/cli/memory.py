@@ -23,7 +23,7 @@ from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner
 from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies import age
 from localmem.storage.copies.backup import backup
 from localmem.storage.engine.retry import Patience
 from localmem.util.progress import Progress
@@ -112,10 +112,10 @@ def add_backup(sub: Subparsers) -> None:
 
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "encrypt_to", None):
-        recips = agecrypt.recipients(args.encrypt_to)
+        recips = age.recipients(args.encrypt_to)
         if not Path(settings.db).is_file():
             raise InputError("no database yet; nothing to back up", path=str(settings.db))
-        out = agecrypt.backup_encrypted(Path(settings.db), args.path, recips, force=args.force)
+        out = age.backup_encrypted(Path(settings.db), args.path, recips, force=args.force)
         if args.json:
             print_json(out)
         else:
@@ -139,8 +139,8 @@ def add_demo(sub: Subparsers) -> None:
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not args.file.is_file():
         raise InputError("no such file", path=str(args.file))
-    if agecrypt.is_age(args.file):  # an age-encrypted export: read it decrypted, from memory only
-        fd, plain = agecrypt.decrypt_to_memory(args.file, agecrypt.identities())
+    if age.is_age(args.file):  # an age-encrypted export: read it decrypted, from memory only
+        fd, plain = age.decrypt_to_memory(args.file, age.identities())
         try:
             return _ingest(argparse.Namespace(**{**vars(args), "file": plain}), settings)
         finally:
