@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from localmem.cli import build_parser
-from tests.ingest.test_ingest import locomo_doc
-
-
-def run(*args: str, db: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "localmem"]
-    if db is not None:
-        cmd += ["--db", str(db)]
-    proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=os.environ.copy())
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
-    return proc
-
+from tests.helpers.benchdata import locomo_doc
+from tests.helpers.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
 

@@ -197,7 +197,7 @@ def test_bench_extraction_reports_the_issue_keys(tmp_path: Path) -> None:
     import json
 
     from localmem.bench import extraction
-    from tests.ingest.test_ingest import locomo_doc
+    from tests.helpers.benchdata import locomo_doc
 
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps(locomo_doc()))
@@ -227,7 +227,7 @@ def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
     """Every turn is in a topic but the theme pass still has work (it never ran, or a
     forget left a theme to relabel): the idle worker runs it, and stats count it."""
     from localmem.enrichment.worker import run_topics
-    from tests.enrichment.test_themes import ConceptEmbedder, six_sessions
+    from tests.helpers.themes import ConceptEmbedder, six_sessions
 
     with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as store:
         store.write_sessions(six_sessions())

@@ -18,8 +18,8 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner, units
 from localmem.storage.write.store import Store
+from tests.helpers.benchdata import lme_doc, locomo_doc
 from tests.helpers.fakes import HashEmbedder, session
-from tests.ingest.test_ingest import lme_doc, locomo_doc
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 FIXTURES: dict[str, bytes] = {

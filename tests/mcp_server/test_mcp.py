@@ -23,9 +23,8 @@ from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
 from mcp_server import build_server, clientconfig
-from tests.enrichment.test_themes import ConceptEmbedder, six_sessions, theme_of
-from tests.helpers.fakes import ScriptedGenerator
-from tests.toolkit.test_toolkit import garden_script
+from tests.helpers.fakes import ScriptedGenerator, garden_script
+from tests.helpers.themes import ConceptEmbedder, six_sessions, theme_of
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "mcp_tools.json"
 

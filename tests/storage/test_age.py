@@ -14,8 +14,8 @@ from localmem.records import TurnIn
 from localmem.storage.copies import age
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 pyrage = pytest.importorskip("pyrage")
 SECRET = "the boat is moored at buoy 17 behind the old cannery"

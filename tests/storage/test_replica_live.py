@@ -16,9 +16,9 @@ from localmem.records import TurnIn
 from localmem.storage.copies import replica
 from localmem.storage.engine import checkpoints
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
-from tests.storage.test_replica import env, needs_litestream
+from tests.helpers.replica import env, needs_litestream
 
 PRAGMA_IN_ANOTHER_PROCESS = """
 import sys

@@ -18,9 +18,9 @@ import pytest
 from localmem.records import TurnIn
 from localmem.storage.copies import restore
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
-from tests.storage.test_replica import env, needs_litestream, texts
+from tests.helpers.replica import env, needs_litestream, texts
 
 RCLONE = shutil.which("rclone")
 if RCLONE is None and os.environ.get("LOCALMEM_REQUIRE_RCLONE") == "1":
