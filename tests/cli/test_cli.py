@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -13,21 +12,6 @@ from tests.helpers.benchdata import locomo_doc
 from tests.helpers.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
-
-
-def test_every_command_has_help() -> None:
-    def walk(parser: argparse.ArgumentParser, path: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                helps = {a.dest: a.help for a in action._choices_actions}
-                for name, sub in action.choices.items():
-                    assert helps.get(name), f"'{path} {name}' has no help text"
-                    walk(sub, f"{path} {name}")
-
-    walk(build_parser(), "localmem")
-    out = run("--help").stdout
-    for name in ("ingest", "query", "stats", "doctor", "bench", "forget", "demo"):
-        assert name in out
 
 
 def test_ingest_query_stats_roundtrip(tmp_path: Path) -> None:
