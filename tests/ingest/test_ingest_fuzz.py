@@ -18,6 +18,7 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner, units
 from localmem.storage.write.store import Store
+from localmem.util import secrets
 from tests.helpers.benchdata import lme_doc, locomo_doc
 from tests.helpers.fakes import HashEmbedder, session
 
@@ -180,7 +181,7 @@ def parsed_turns(p: Path, fmt: str) -> tuple[set[Row], int] | None:
     except InputError:
         return None
     rows = {
-        (s.source, s.key, t.source_id or "", t.speaker, t.role, t.text)
+        (s.source, s.key, t.source_id or "", t.speaker, t.role, secrets.redact(t.text))  # as the write path keeps it
         for u in read
         if u.error is None
         for s in u.sessions
