@@ -36,6 +36,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "retrieval.common_term_share": (0, 1),
     "retrieval.lexical_max_rows": (0, None),
     "retrieval.second_hop": (0, 1),
+    "retrieval.project_elsewhere": (0, 1),
     "retrieval.cable_tau": (0, 1),
     "retrieval.cable_theta": (0, None),  # above 1: no novelty filter (cosines reach 1 + rounding)
     "retrieval.cable_budget": (0, None),

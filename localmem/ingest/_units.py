@@ -6,7 +6,8 @@ its ``InputError`` instead of sessions, so ``--skip-bad`` can step over it and n
 of it is ever written. Messages a parser leaves out on purpose (system prompts, tool
 calls, hidden or empty messages) are counted in ``skipped`` by reason. A unit with a
 turn longer than ``MAX_TURN_CHARS`` is a bad unit (``checked``): refused, not split; a
-turn that is nothing but ``<private>`` spans is left out (counted).
+turn that is nothing but ``<private>`` spans, or nothing but memory a localmem hook injected
+(``<localmem-context>``), is left out (counted).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor, Record, field, records
 from localmem.records import MAX_TURN_CHARS, SessionIn
+from localmem.util.injected import OPEN, drop_wrapped
 from localmem.util.secrets import drop_private
 from localmem.util.text import parse_time
 
@@ -124,17 +126,23 @@ def checked(u: Unit, path: Path) -> Unit:
 
 
 def _without_private_only(u: Unit) -> Unit:
-    """``u`` without the turns that are nothing but ``<private>`` spans (counted): the
-    write path would refuse them (storage/write/prepare.py drops private spans)."""
-    if not any("<private>" in t.text.lower() for s in u.sessions for t in s.turns):
+    """``u`` without the turns that are nothing but ``<private>`` spans or injected memory
+    (counted): the write path would refuse or drop them (storage/write/prepare.py)."""
+    if not any("<private>" in t.text.lower() or OPEN in t.text for s in u.sessions for t in s.turns):
         return u
     skipped = Counter(u.skipped)
     sessions = []
     for s in u.sessions:
-        kept = tuple(t for t in s.turns if drop_private(t.text).strip())
-        skipped["private message"] += len(s.turns) - len(kept)
+        kept = []
+        for t in s.turns:
+            if not drop_wrapped(t.text).strip():
+                skipped["injected context"] += 1
+            elif not drop_private(drop_wrapped(t.text)).strip():
+                skipped["private message"] += 1
+            else:
+                kept.append(t)
         if kept:
-            sessions.append(replace(s, turns=kept))
+            sessions.append(replace(s, turns=tuple(kept)))
     return replace(u, sessions=tuple(sessions), skipped=skipped)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from localmem.retrieval import scope as scopes
 from localmem.retrieval.features import Signals, Sparse, asks_assistant, features
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
@@ -264,6 +265,8 @@ def visible_mask(store: Store, tm: TurnMirror, flt: Filter) -> np.ndarray:
         ok &= (tm.ts == UNDATED) | (tm.ts <= epoch_seconds(flt.as_of))
     if flt.scope is not None:
         ok &= np.isin(tm.session, np.array(queries.scope_sessions(store.conn, flt.scope), dtype=np.int64))
+    if flt.project is not None:
+        ok &= scopes.visible(store, tm, flt.project)
     return ok
 
 

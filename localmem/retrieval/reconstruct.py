@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from localmem.errors import InputError
-from localmem.records import Context, EvidenceTurn
+from localmem.records import Context, EvidenceTurn, ProjectScope
 from localmem.retrieval import cable
+from localmem.retrieval import scope as scopes
 from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
@@ -38,14 +39,15 @@ def reconstruct(
     query: str,
     budget_tokens: int | None = None,
     as_of: str | None = None,
-    scope: str | None = None,
+    scope: str | ProjectScope | None = None,
     *,
     weights: Weights = DEFAULT_WEIGHTS,
     recorder: Recorder | None = None,
 ) -> Context:
     """The context of at most ``budget_tokens`` (default: the configured budget) that
-    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given.
-    ``recorder``, when given, keeps what the read decided (``trace``)."""
+    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given (a
+    source or session key, or a project: ``project:PATH`` or a ``ProjectScope``; see
+    ``retrieval.scope``). ``recorder``, when given, keeps what the read decided (``trace``)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
         pool = candidate_pool(store, query, flt, weights if recorder is None else None)
@@ -63,11 +65,12 @@ def reconstruct(
                 discount=store.params.second_hop,
                 every_feature=recorder is not None,
             )
+        prob = scopes.weigh(store, pool.turn_ids, prob, flt)
         return assemble(store, query, pool, prob, budget_tokens, recorder)
 
 
 def read_args(
-    store: Store, query: str, budget_tokens: int | None, as_of: str | None, scope: str | None
+    store: Store, query: str, budget_tokens: int | None, as_of: str | None, scope: str | ProjectScope | None
 ) -> tuple[int, Filter]:
     """The checked budget (default: the configured one) and the filter of a read."""
     budget_tokens = store.settings.budget_tokens if budget_tokens is None else budget_tokens
@@ -75,7 +78,8 @@ def read_args(
         raise InputError("query is empty")
     check_budget(store, budget_tokens)
     try:
-        return budget_tokens, Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
+        named, project = scopes.split(scope)
+        return budget_tokens, Filter(as_of=parse_time(as_of) if as_of else None, scope=named, project=project)
     except ValueError as exc:
         raise InputError(f"as_of: {exc}") from exc
 

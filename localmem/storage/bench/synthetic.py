@@ -97,6 +97,8 @@ class SyntheticWriter:
             srows.append((self.sessions, sess.source, sess.key, sess.title, sess.started_at))
             for ord_, t in enumerate(sess.turns):
                 p = prepare(sess, t, ord_)
+                if p is None:  # nothing but memory a hook injected
+                    continue
                 self.turns += 1
                 tid = self.turns
                 tids.append(tid)

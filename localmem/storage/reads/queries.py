@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from localmem.records import ProjectScope
 from localmem.storage.engine.db import Conn
 from localmem.storage.engine.inlist import marks, rows_in
 from localmem.util.text import fts_query
@@ -139,6 +140,7 @@ _TERM_COUNTS = 20_000  # cached document counts per connection (~3 MB at most)
 class Filter:
     as_of: str | None = None  # naive ISO-8601: turns after it are invisible
     scope: str | None = None  # a session source or a session key
+    project: ProjectScope | None = None  # its sessions, and what a person said anywhere (retrieval/scope.py)
     # Only turns strictly earlier than this turn id in conversation order (time, then
     # session, then place in session): CABLE's construction searches M_<i.
     before: int | None = None
@@ -245,6 +247,19 @@ def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:
     )
     # set order, as before the one IN-list helper: the chunks, and so the dict's order, stay the same
     return {int(r[0]): TurnRow(*r) for r in rows_in(conn, sql, list(set(ids)))}
+
+
+def project_sessions(conn: Conn, project: ProjectScope) -> list[int]:
+    """Session ids of a project: run in its root or a folder inside it, or in a clone of
+    its repository."""
+    root = project.root.rstrip("/") or "/"
+    inside = root if root.endswith("/") else root + "/"
+    rows = conn.execute(
+        "SELECT id FROM sessions WHERE (cwd != '' AND (cwd = ? OR substr(cwd, 1, ?) = ?)) "
+        "OR (? != '' AND repository = ?)",
+        (root, len(inside), inside, project.repository, project.repository),
+    )
+    return [int(r[0]) for r in rows]
 
 
 def scope_sessions(conn: Conn, scope: str) -> list[int]:

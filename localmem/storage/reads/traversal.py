@@ -16,7 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -210,10 +210,18 @@ def turn_position(conn: Conn, turn_id: int) -> TurnPosition | None:
 
 
 def turns_in_range(
-    conn: Conn, lo: str | None, hi: str | None, scope: str | None, limit: int, offset: int
+    conn: Conn,
+    lo: str | None,
+    hi: str | None,
+    scope: str | None,
+    limit: int,
+    offset: int,
+    project: tuple[Sequence[int], Collection[str]] | None = None,
 ) -> Counted[int]:
     """Ids of the dated turns with ``lo`` <= time <= ``hi`` (either bound may be None),
-    in sessions of source or key ``scope`` when given; by time, session, place."""
+    in sessions of source or key ``scope`` when given, and under ``project`` = (its
+    session ids, agent speakers) in those sessions or spoken by anyone but an agent; by
+    time, session, place."""
     where = ["t.ts IS NOT NULL"]
     args: list[Any] = []
     if lo is not None:
@@ -225,6 +233,11 @@ def turns_in_range(
     if scope:
         where.append("t.session_id IN (SELECT id FROM sessions WHERE source = ? OR key = ?)")
         args += [scope, scope]
+    if project is not None:
+        sessions, agents = list(project[0]), sorted(project[1])
+        inside = f"t.session_id IN ({marks(len(sessions))})" if sessions else "0"
+        where.append(f"({inside} OR lower(trim(t.speaker)) NOT IN ({marks(len(agents))}))")
+        args += [*sessions, *agents]
     cond = " AND ".join(where)
     total = _count(conn, f"SELECT count(*) FROM turns t WHERE {cond}", args)
     ids = [
