@@ -136,7 +136,7 @@ def _without_private_only(u: Unit) -> Unit:
         kept = []
         for t in s.turns:
             if not drop_wrapped(t.text).strip():
-                skipped["injected context"] += 1
+                skipped["localmem context"] += 1
             elif not drop_private(drop_wrapped(t.text)).strip():
                 skipped["private message"] += 1
             else:
