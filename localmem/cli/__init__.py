@@ -29,6 +29,7 @@ from localmem.cli import (
     capture,
     enrichment,
     export,
+    hooks,
     memory,
     pairlink,
     read,
@@ -136,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_demo,
         admin.add_serve,
         admin.add_mcp_config,
+        hooks.add_hooks,
         ui.add_ui,
         add_bench_parser,
     ):

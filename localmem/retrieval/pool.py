@@ -149,6 +149,9 @@ class Pool:
     anchors: int
     qvec: np.ndarray  # the query's embedding
     visible: np.ndarray  # over the turn mirror: what the query's filter lets through
+    # The best exact cosine of a visible turn / statement cue to the query: an absolute
+    # measure of how relevant the memory is (the scorer's features are relative to them).
+    best_sim: float = 0.0
 
 
 def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | None = None) -> Pool | None:
@@ -210,8 +213,9 @@ def _candidate_pool(
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
     scent = weights is None or weights.coef[FEATURES.index("scent")] != 0.0
     feats = features(store, query, view, sig, anchors, pool, flt.as_of, scent=scent)
+    best = max(sig.best_turn_sim, sig.best_cue_sim)
     return Pool(
-        tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
+        tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible, best
     )
 
 
@@ -267,6 +271,8 @@ def visible_mask(store: Store, tm: TurnMirror, flt: Filter) -> np.ndarray:
         ok &= np.isin(tm.session, np.array(queries.scope_sessions(store.conn, flt.scope), dtype=np.int64))
     if flt.project is not None:
         ok &= scopes.visible(store, tm, flt.project)
+    if flt.exclude is not None:
+        ok &= ~np.isin(tm.session, np.array(queries.sessions_with_key(store.conn, flt.exclude), dtype=np.int64))
     return ok
 
 

@@ -16,7 +16,7 @@ read in the read's own snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,12 +43,17 @@ def reconstruct(
     *,
     weights: Weights = DEFAULT_WEIGHTS,
     recorder: Recorder | None = None,
+    exclude_session: str | None = None,
 ) -> Context:
     """The context of at most ``budget_tokens`` (default: the configured budget) that
     best answers ``query``, seen as of ``as_of`` and within ``scope`` when given (a
     source or session key, or a project: ``project:PATH`` or a ``ProjectScope``; see
-    ``retrieval.scope``). ``recorder``, when given, keeps what the read decided (``trace``)."""
+    ``retrieval.scope``). ``recorder``, when given, keeps what the read decided (``trace``).
+    ``exclude_session``: a session key whose turns are left out (an agent's current session,
+    which its context holds already)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
+    if exclude_session:
+        flt = replace(flt, exclude=exclude_session)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
         pool = candidate_pool(store, query, flt, weights if recorder is None else None)
         if pool is None:
@@ -173,5 +178,10 @@ def context_of(query: str, pool: Pool, sel: Selection, budget_tokens: int) -> Co
         )
         for c in ordered
     )
-    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": sel.added}
+    stats = {
+        "candidates": len(pool.turn_ids),
+        "anchors": pool.anchors,
+        "antecedent": sel.added,
+        "best_cosine": round(pool.best_sim, 4),
+    }
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)

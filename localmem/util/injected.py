@@ -6,7 +6,7 @@ such span (:func:`drop_wrapped`), the way it drops ``<private>`` spans, so a rec
 is never stored again as a new one. Where a client keeps the text but loses the wrapper,
 the lines themselves are recognised: each head line of the injected context (the note, a
 session header, a turn's first line ``[id] speaker: …``) is hashed when it is injected
-(:func:`head_lines`, kept in the store's ``injected`` table) and a stored text loses the
+and a hook's labels, ``localmem: …``; :func:`head_lines`, kept in the store's ``injected`` table) and a stored text loses the
 lines whose hash is known, with the quoted continuation lines of a dropped turn
 (:func:`drop_lines`). A turn's continuation lines are never hashed on their own: a short
 line like ``ok`` must not match what a person types later.
@@ -23,8 +23,10 @@ OPEN = "<localmem-context>"
 CLOSE = "</localmem-context>"
 _WRAPPED = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
 # The head lines a rendered context has (localmem.retrieval.packing): its note, a session
-# header "# <date> (session <key>)", a turn line "[<id>] <speaker>: <text>".
+# header "# <date> (session <key>)", a turn line "[<id>] <speaker>: <text>"; and the
+# labels a hook puts above its parts ("localmem: …").
 NOTE_PREFIX = "Recalled memory:"
+LABEL_PREFIX = "localmem: "
 _TURN_LINE = re.compile(r"\[(\d+)\][ ]")
 _HEADER = re.compile(r"# .*\(session .*\)$")
 QUOTE = "    "  # how a rendered turn indents its own continuation lines
@@ -55,7 +57,7 @@ def head(line: str) -> tuple[bool, int | None]:
     line = line.strip()
     if (m := _TURN_LINE.match(line)) is not None:
         return True, int(m.group(1))
-    return line.startswith(NOTE_PREFIX) or _HEADER.match(line) is not None, None
+    return line.startswith((NOTE_PREFIX, LABEL_PREFIX)) or _HEADER.match(line) is not None, None
 
 
 def head_lines(context: str) -> list[tuple[str, int | None]]:
@@ -70,7 +72,7 @@ def head_lines(context: str) -> list[tuple[str, int | None]]:
 
 def candidate_hashes(text: str) -> list[str]:
     """Hashes of the lines of ``text`` that could be injected head lines."""
-    if "[" not in text and "# " not in text and NOTE_PREFIX not in text:
+    if "[" not in text and "# " not in text and NOTE_PREFIX not in text and LABEL_PREFIX not in text:
         return []
     return [line_hash(line) for line in text.splitlines() if head(line)[0]]
 

@@ -141,6 +141,7 @@ class Filter:
     as_of: str | None = None  # naive ISO-8601: turns after it are invisible
     scope: str | None = None  # a session source or a session key
     project: ProjectScope | None = None  # its sessions, and what a person said anywhere (retrieval/scope.py)
+    exclude: str | None = None  # a session key whose turns are not seen (the agent's current session)
     # Only turns strictly earlier than this turn id in conversation order (time, then
     # session, then place in session): CABLE's construction searches M_<i.
     before: int | None = None
@@ -260,6 +261,33 @@ def project_sessions(conn: Conn, project: ProjectScope) -> list[int]:
         (root, len(inside), inside, project.repository, project.repository),
     )
     return [int(r[0]) for r in rows]
+
+
+def latest_project_turns(conn: Conn, project: ProjectScope, exclude_key: str, limit: int) -> list[TurnRow]:
+    """The last ``limit`` turns (in order) of the project's most recently active session
+    other than ``exclude_key``; none when it has no other session."""
+    ids = project_sessions(conn, project)
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    row = conn.execute(
+        f"SELECT s.id FROM sessions s JOIN turns t ON t.session_id = s.id WHERE s.id IN ({marks}) AND s.key != ? "
+        "GROUP BY s.id ORDER BY max(coalesce(t.ts, s.started_at, '')) DESC, s.id DESC LIMIT 1",
+        (*ids, exclude_key),
+    ).fetchone()
+    if row is None:
+        return []
+    last = [
+        int(r[0])
+        for r in conn.execute("SELECT id FROM turns WHERE session_id = ? ORDER BY ord DESC LIMIT ?", (row[0], limit))
+    ]
+    rows = turn_rows(conn, last)
+    return sorted(rows.values(), key=lambda r: r.ord)
+
+
+def sessions_with_key(conn: Conn, key: str) -> list[int]:
+    """Session ids with this key (of any source)."""
+    return [int(r[0]) for r in conn.execute("SELECT id FROM sessions WHERE key = ?", (key,))]
 
 
 def scope_sessions(conn: Conn, scope: str) -> list[int]:
