@@ -29,9 +29,11 @@ class RetrievalParams:
     rrf_k: float = 60.0
     speaker_query: bool = True  # a query naming speakers is embedded in their words (speaker_query.py)
     second_hop: float = 0.0  # >0: a widened query's pool joins at this discount (second_hop.py; docs/cable.md)
-    # Under a project scope, what a person said in other projects (or outside any) stays visible
-    # at this share of its probability; the agents' own turns elsewhere are not (retrieval/scope.py).
-    project_elsewhere: float = 0.5
+    # Under a project scope, what a person said about themselves in other projects (or outside
+    # any) stays at this share of its probability; the agents' turns there do not, nor ("self") a
+    # person's questions and work talk there ("all": every person turn). retrieval/scope.py.
+    project_elsewhere: float = 0.25
+    project_personal: str = "self"
     # Query terms in more than this share of turns (or cues) leave the lexical lists (little
     # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1

@@ -57,6 +57,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.extracted_cues": ("all", "fill", "off"),
     "retrieval.assistant_lists": ("all", "asked"),
     "retrieval.cue_vectors": ("span", "separate"),
+    "retrieval.project_personal": ("self", "all"),
     "ingest.tool_lines": ("compact", "none"),
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -19,7 +19,7 @@ ignored (position -1), never used as an index.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -152,6 +152,16 @@ class Pool:
     # The best exact cosine of a visible turn / statement cue to the query: an absolute
     # measure of how relevant the memory is (the scorer's features are relative to them).
     best_sim: float = 0.0
+
+    def subset(self, idx: np.ndarray) -> Pool:
+        """The pool of the turns at positions ``idx`` (their features and reasons with them)."""
+        return replace(
+            self,
+            turn_ids=self.turn_ids[idx],
+            feats=self.feats[idx],
+            words=self.words[idx],
+            reasons=[self.reasons[int(i)] for i in idx],
+        )
 
 
 def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | None = None) -> Pool | None:

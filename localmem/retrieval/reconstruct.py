@@ -70,7 +70,9 @@ def reconstruct(
                 discount=store.params.second_hop,
                 every_feature=recorder is not None,
             )
-        prob = scopes.weigh(store, pool.turn_ids, prob, flt)
+        keep, prob = scopes.narrow(store, pool.turn_ids, prob, flt)
+        if keep is not None:
+            pool = pool.subset(keep)
         return assemble(store, query, pool, prob, budget_tokens, recorder)
 
 

@@ -101,9 +101,34 @@ def test_project_scope_keeps_its_sessions_and_what_a_person_said_anywhere(two_pr
         else:
             assert "The shop database is Postgres; migrations live in db/migrations." in got
         assert "The etl database is DuckDB; one file per run." not in got  # another project's agent
-        assert "Which database should the etl jobs use?" in got  # a person, elsewhere: visible
+        assert "Which database should the etl jobs use?" not in got  # a person's work talk elsewhere
     personal = reconstruct(two_projects, "what is my cat called", 300, scope="project:/home/sam/etl")
     assert "My cat is called Miso." in {t.text for t in personal.turns}
+
+
+def test_what_a_person_said_elsewhere_is_kept_only_when_about_themselves(tmp_path: Path) -> None:
+    got = {}
+    for personal in ("self", "all"):
+        settings = Settings(db=tmp_path / f"{personal}.db", retrieval=RetrievalParams(project_personal=personal))
+        with Store(settings.db, embedder=HashEmbedder(), settings=settings) as s:
+            s.write_sessions(
+                [
+                    agent_session("a", "02", SHOP, ("assistant", "The shop database is Postgres.")),
+                    agent_session(
+                        "b",
+                        "03",
+                        ETL,
+                        ("user", "Which database should the etl jobs use?"),
+                        ("user", "I like my database small."),
+                    ),
+                ]
+            )
+            ctx = reconstruct(s, "which database", 300, scope="project:/home/sam/shop")
+            got[personal] = {t.text for t in ctx.turns}
+    assert got["self"] == {"The shop database is Postgres.", "I like my database small."}
+    assert got["all"] == got["self"] | {"Which database should the etl jobs use?"}
+    assert scopes.about_themselves("My name is Sam.") and scopes.about_themselves("I'm on zsh")
+    assert not scopes.about_themselves("Am I right?") and not scopes.about_themselves("How do we run the tests")
 
 
 def test_turns_elsewhere_weigh_less_than_the_projects_own(tmp_path: Path) -> None:

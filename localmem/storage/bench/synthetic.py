@@ -216,3 +216,14 @@ def keep_jobs_of_first_turns(conn: db.Conn, limit: int) -> None:
         conn.execute(
             "DELETE FROM jobs WHERE turn_id NOT IN (SELECT id FROM turns ORDER BY session_id, ord LIMIT ?)", (limit,)
         )
+
+
+def spread_projects(conn: db.Conn, folders: Sequence[str], client: str = "claude-code") -> None:
+    """Give every session a project, the ``folders`` in turn (session id modulo their
+    number), as a coding agent's sessions would have: what a project-scoped read (the
+    hooks bench) selects on. Not journaled."""
+    with db.transaction(conn):
+        conn.executemany(
+            "UPDATE sessions SET client = ?, cwd = ? WHERE id % ? = ?",
+            [(client, folder, len(folders), i) for i, folder in enumerate(folders)],
+        )
