@@ -177,8 +177,8 @@ def run(work: Path, budgets: tuple[int, ...] = (150, 300)) -> dict[str, Any]:
     base = Settings(db=work / "projects.db")
     rows = []
     for variant in VARIANTS:
-        _, personal, share = variant.split() if variant.startswith("scope") else ("", "self", "0.25")
-        settings = replace(base, retrieval=RetrievalParams(project_elsewhere=float(share), project_personal=personal))
+        _, kept, share = variant.split() if variant.startswith("scope") else ("", "self", "0.25")
+        settings = replace(base, retrieval=RetrievalParams(project_elsewhere=float(share), project_personal=kept))
         with open_store(settings) as store:
             store.write_sessions(sessions())
             for budget in budgets:
