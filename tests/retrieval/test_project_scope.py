@@ -197,3 +197,20 @@ def test_query_project_on_the_command_line(tmp_path: Path) -> None:
     assert [t["text"] for t in json.loads(run.stdout)["turns"]] == ["The etl database is DuckDB."]
     both = subprocess.run([*cmd, "--project", "/x", "--scope", "y"], capture_output=True, text=True, timeout=300)
     assert both.returncode != 0 and "not both" in both.stderr
+
+
+def test_sync_carries_the_project_to_another_device(tmp_path: Path) -> None:
+    laptop, desktop, folder = tmp_path / "laptop.db", tmp_path / "desktop.db", tmp_path / "sync"
+    folder.mkdir()
+    with open_memory(laptop) as mem:
+        mem.write(agent_session("shop-1", "02", SHOP, ("assistant", "The shop database is Postgres.")))
+    for db in (laptop, desktop):
+        run = subprocess.run(
+            [sys.executable, "-m", "localmem", "--db", str(db), "sync", str(folder)], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+    with open_memory(desktop) as mem:
+        row = mem.store.conn.one("SELECT client, cwd, repository, branch FROM sessions WHERE key = 'shop-1'")
+        assert tuple(row) == ("claude-code", "/home/sam/shop", "https://github.com/sam/shop", "main")
+        ctx = mem.reconstruct("database", 300, project="/home/sam/shop")
+        assert [t.text for t in ctx.turns] == ["The shop database is Postgres."]
