@@ -2,7 +2,7 @@
 translate them to exit codes / tool errors at the edge, never earlier.
 
 ``LocalmemError.exit_code`` is the CLI exit status for the class. ``StoreError`` and its
-subclasses are SQLite's failures said in words (``localmem.storage.faults`` makes them):
+subclasses are SQLite's failures said in words (``localmem.storage.engine.faults`` makes them):
 one line naming the file and the cause.
 """
 

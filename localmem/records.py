@@ -28,14 +28,38 @@ class TurnIn:
 
 
 @dataclass(frozen=True)
+class Project:
+    """Where an agent's session ran, as its log says: working directory, git branch,
+    repository (remote URL) and commit; empty where the log does not say."""
+
+    cwd: str = ""
+    branch: str = ""
+    repository: str = ""
+    commit: str = ""
+
+
+@dataclass(frozen=True)
+class ProjectScope:
+    """A read limited to one project: sessions that ran in ``root`` (or a folder inside
+    it) or in a clone of ``repository``; see ``localmem.retrieval.scope``."""
+
+    root: str
+    repository: str = ""
+
+
+@dataclass(frozen=True)
 class SessionIn:
-    """A session (one conversation or one chat of a source) and its turns in order."""
+    """A session (one conversation or one chat of a source) and its turns in order.
+    ``client`` names the agent that wrote the log (``claude-code``, ``codex``,
+    ``gemini-cli``); ``project`` where it ran. Neither is part of any identity."""
 
     key: str
     turns: tuple[TurnIn, ...]
     started_at: str | None = None
     source: str = "api"
     title: str = ""
+    client: str = ""
+    project: Project | None = None
 
 
 @dataclass(frozen=True)

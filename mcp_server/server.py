@@ -21,7 +21,7 @@ from mcp.types import ToolAnnotations
 from localmem import __version__, toolkit
 from localmem.errors import LocalmemError, NotFound
 from localmem.models.llm import Generator
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from mcp_server.args import CheckedTool
 from mcp_server.state import AppState
 from mcp_server.tools import build as tool_list

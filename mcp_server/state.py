@@ -33,9 +33,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from localmem.enrichment.worker import run_worker
 from localmem.errors import LocalmemError, ModelError, NotAStore, StoreCorrupt, StoreReadOnly
 from localmem.models.llm import Generator
-from localmem.storage.faults import translate
-from localmem.storage.retry import BUSY_ERRORS, retry_locked
-from localmem.storage.store import Store
+from localmem.storage.engine.faults import translate
+from localmem.storage.engine.retry import BUSY_ERRORS, retry_locked
+from localmem.storage.write.store import Store
 from localmem.util.heap import IdleRelease
 
 log = logging.getLogger("localmem.mcp")

@@ -35,8 +35,9 @@ LAZY_ALLOWED = (
     "mcp_server.server",
     "uvicorn",
     "starlette",
-    "keyring",  # optional: the OS keyring as a key source (storage/keys.py)
-    "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/agecrypt.py)
+    "keyring",  # optional: the OS keyring as a key source (storage/engine/keys.py)
+    "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/copies/age.py)
+    "detect_secrets",  # brings `requests` (~0.1 s): loaded on a write's first redaction (util/secrets.py)
     "localmem.train",  # PyTorch (the train extra): loaded only by `localmem train` (cli/train.py)
     "onnx",  # the train extra: writing a trained model (train/export.py)
 )
@@ -268,7 +269,7 @@ def test_lazy_import_rule_catches_uncommented_and_internal_imports() -> None:
     assert not _has_comment(["def f():", "    # noqa: PLC0415", "    import mcp"], 3)
     assert _has_comment(["def f():", "    import mcp  # noqa: F401  # lazy: the SDK is slow to import"], 2)
     assert lazy_allowed("mcp.server.transport_security") and lazy_allowed("mcp_server.server")
-    assert not lazy_allowed("mcp_server.serve") and not lazy_allowed("localmem.storage.store")
+    assert not lazy_allowed("mcp_server.serve") and not lazy_allowed("localmem.storage.write.store")
     assert not lazy_allowed("mcpx")
 
 

@@ -20,7 +20,7 @@ from localmem.errors import ConfigError
 from localmem.models import registry
 from localmem.models.embedding import Embedder, OnnxMiniLM, _packaged_onnx
 from localmem.records import TurnIn
-from tests.conftest import HashEmbedder
+from tests.helpers.fakes import HashEmbedder
 
 CONFIG = """\
 db = "{db}"

@@ -15,8 +15,8 @@ from localmem.models.llm import Generator, embedded_model_warning
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.records import Context
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import calls
-from localmem.storage.store import Store
+from localmem.storage.layers import calls
+from localmem.storage.write.store import Store
 
 MAX_ANSWER_TOKENS = 200
 SYSTEM_PROMPT = """You answer questions about past conversations using only the memory excerpts given.

@@ -25,8 +25,8 @@ from localmem.config import Settings
 from localmem.enrichment import pairverify
 from localmem.enrichment.pairverify import PAIR_FEATURES, PairWeights
 from localmem.models.embedding import Embedder
-from localmem.storage.benchreads import source_ids
-from localmem.storage.store import Store
+from localmem.storage.bench.reads import source_ids
+from localmem.storage.write.store import Store
 
 
 def positives(sample: dict[str, Any]) -> set[frozenset[str]]:

@@ -36,10 +36,10 @@ from localmem.models.embedding import Embedder
 from localmem.models.llm import Generator
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.benchreads import antecedent_reason, turn_id_of_source
-from localmem.storage.queue import claim
-from localmem.storage.store import Store
-from localmem.storage.synthetic import drop_jobs_outside_sessions
+from localmem.storage.bench.reads import antecedent_reason, turn_id_of_source
+from localmem.storage.bench.synthetic import drop_jobs_outside_sessions
+from localmem.storage.layers.queue import claim
+from localmem.storage.write.store import Store
 
 
 def load(path: Path | None = None) -> dict[str, Any]:

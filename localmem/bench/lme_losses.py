@@ -28,10 +28,10 @@ from localmem.models.embedding import Embedder
 from localmem.retrieval.packing import quote
 from localmem.retrieval.pool import LIST_NAMES, ranked_lists
 from localmem.retrieval.trace import trace
-from localmem.storage import queries
-from localmem.storage.lme_reads import turns_by_source_id
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
+from localmem.storage.bench.lme_reads import turns_by_source_id
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter
+from localmem.storage.write.store import Store
 
 FATES = ("date filter", "not in pool", "scored low", "evicted", "cut")
 

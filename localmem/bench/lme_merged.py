@@ -27,7 +27,7 @@ from localmem.config import Settings
 from localmem.ingest import longmemeval
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 SOURCE = "longmemeval:merged"
 STORE_NAME = "lme-merged.db"

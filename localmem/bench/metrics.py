@@ -22,11 +22,11 @@ from localmem.records import Context, EvidenceTurn
 from localmem.retrieval.packing import Candidate, pack, quote, render, rrf
 from localmem.retrieval.pool import visible_mask
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage import queries
-from localmem.storage.benchreads import turns_newest_first
-from localmem.storage.queries import Filter
-from localmem.storage.store import Store
-from localmem.storage.vectable import turn_vectors
+from localmem.storage.bench.reads import turns_newest_first
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import Filter
+from localmem.storage.vectors.stored import turn_vectors
+from localmem.storage.write.store import Store
 from localmem.util.text import count_words, tokens_for_words
 
 

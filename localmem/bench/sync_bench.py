@@ -12,30 +12,23 @@ turns (``join``).
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from localmem.bench.preamble import child_env, localmem_cmd
 from localmem.bench.syncthing import Daemon, mesh
 from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.memory import open_store
-from localmem.storage import sync_state
+from localmem.storage.bench import sync_checks
 from localmem.sync.apply import Applied
 from localmem.sync.fold import fold
 from localmem.sync.keys import Keyring
 
 NAMES = ["laptop", "desktop", "work"]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)
-    return env
 
 
 def _chat_file(path: Path, device: str, sessions: int, per: int) -> int:
@@ -58,8 +51,8 @@ async def _remember(
 ) -> None:
     from mcp import Client, StdioServerParameters  # lazy: the SDK takes ~0.5 s to import
 
-    cmd = ["-m", "localmem", "--db", str(db), "serve", "--no-worker", "--sync", str(folder), "--sync-interval", "1"]
-    params = StdioServerParameters(command=sys.executable, args=cmd, env=_env())
+    cmd = localmem_cmd(db, "serve", "--no-worker", "--sync", str(folder), "--sync-interval", "1")
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=child_env())
     n = 0
     async with Client(params, read_timeout_seconds=600) as client:
         for c in range(calls):
@@ -80,7 +73,7 @@ async def _remember(
 
 def fingerprint(db: Path) -> dict[str, Any]:
     with open_store(Settings(db=db)) as store:
-        return sync_state.fingerprint(store.conn)
+        return sync_checks.fingerprint(store.conn)
 
 
 def run(workdir: Path, turns: int = 300, timeout_s: float = 300.0) -> dict[str, Any]:
@@ -107,8 +100,8 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
             chats = workdir / d.name / "chats.jsonl"
             ingested = _chat_file(chats, d.name, per_device // 20, 10)
             ingest = await anyio.run_process(
-                [sys.executable, "-m", "localmem", "--db", str(dbs[i]), "ingest", str(chats)],
-                env=_env(),
+                localmem_cmd(dbs[i], "ingest", str(chats)),
+                env=child_env(),
                 check=False,
             )
             if ingest.returncode != 0:
@@ -127,8 +120,8 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
         # One device forgets one of its sessions, every device derives a cue (through the
         # door, as enrichment would: no model runs on this CPU), then the CLI syncs too.
         forget = await anyio.run_process(
-            [sys.executable, "-m", "localmem", "--db", str(dbs[0]), "forget", "--session", f"{NAMES[0]}-chat-0"],
-            env=_env(),
+            localmem_cmd(dbs[0], "forget", "--session", f"{NAMES[0]}-chat-0"),
+            env=child_env(),
         )
         for i, db in enumerate(dbs):
             _derive(db, f"bench-model-{i}")
@@ -163,7 +156,7 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
 
 def _derive(db: Path, model: str) -> None:
     with open_store(Settings(db=db)) as store:
-        sync_state.bench_derive(store.conn, model)
+        sync_checks.bench_derive(store.conn, model)
 
 
 async def _converge(dbs: list[Path], timeout_s: float) -> tuple[bool, list[dict[str, Any]]]:

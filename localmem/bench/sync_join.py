@@ -13,7 +13,7 @@ from typing import Any
 from localmem.config import Settings
 from localmem.memory import open_store
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import sync_state
+from localmem.storage.bench import sync_checks
 from localmem.sync.export import export
 from localmem.sync.fold import fold
 from localmem.sync.keys import Keyring
@@ -63,7 +63,7 @@ def join(workdir: Path, turns: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         src.write_sessions(_sessions(turns))
         ingest_s = time.perf_counter() - t0
-        sync_state.bench_derive(src.conn, "bench-model", n=turns)
+        sync_checks.bench_derive(src.conn, "bench-model", n=turns)
         t0 = time.perf_counter()
         exported = export(src, folder, Keyring())
         export_s = time.perf_counter() - t0
@@ -73,9 +73,9 @@ def join(workdir: Path, turns: int) -> dict[str, Any]:
         c0, t0 = time.process_time(), time.perf_counter()
         done = fold(dst, folder, Keyring())
         fold_s, cpu = time.perf_counter() - t0, time.process_time() - c0
-        same = sync_state.fingerprint(dst.conn)
+        same = sync_checks.fingerprint(dst.conn)
     with open_store(Settings(db=src_db)) as src:
-        ref = sync_state.fingerprint(src.conn)
+        ref = sync_checks.fingerprint(src.conn)
     return {
         "turns": turns,
         "ingest_turns_per_s": round(turns / ingest_s, 1),

@@ -2,7 +2,7 @@
 
 A real store's rows, made without the model and without ``Store.write`` per turn: this
 module generates the sessions, the vectors and the semantic edges; the storage side
-(``localmem/storage/synthetic.py``) lays out the rows ``Store.write`` would make for them
+(``localmem/storage/bench/synthetic.py``) lays out the rows ``Store.write`` would make for them
 (sessions, turns, statement cues, FTS, vectors and codes, extraction jobs, temporal edges)
 and writes them in one transaction per chunk of ``CHUNK_TURNS`` turns.
 
@@ -39,8 +39,8 @@ from threadpoolctl import threadpool_limits
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.store import Store
-from localmem.storage.synthetic import SemanticEdge, SyntheticWriter
+from localmem.storage.bench.synthetic import SemanticEdge, SyntheticWriter
+from localmem.storage.write.store import Store
 
 VOCAB = 50_000
 TOPICS = 300

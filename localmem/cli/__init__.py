@@ -23,14 +23,29 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, pairlink, read, replica, secure, sync, ui
+from localmem.cli import (
+    admin,
+    cable_flags,
+    capture,
+    enrichment,
+    export,
+    hooks,
+    memory,
+    pairlink,
+    read,
+    redact,
+    replica,
+    secure,
+    sync,
+    ui,
+)
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
 from localmem.cli.train import add_train_parser
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
-from localmem.storage import faults
+from localmem.storage.engine import faults
 
 __all__ = ["DEMO_QUESTION", "_watch_worker", "build_parser", "main"]
 
@@ -72,12 +87,12 @@ def _utf8(value: object) -> bool:
 
 
 def _flag(dest: str) -> str:
-    return dest.upper() if dest in ("file", "path", "dir", "text") else "--" + dest.replace("_", "-")
+    return dest.upper() if dest in ("file", "path", "dir", "text") else "--" + dest.rstrip("_").replace("_", "-")
 
 
 def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
     """One line for a database or file error that reached the command line unnamed
-    (storage names most of them: ``localmem.storage.faults``)."""
+    (storage names most of them: ``localmem.storage.engine.faults``)."""
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
@@ -104,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the order of `localmem --help`: the everyday commands first, groups interleaved
     for add in (
         memory.add_ingest,
+        capture.add_capture,
         memory.add_watch,
         read.add_query,
         enrichment.add_worker_parsers,
@@ -113,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         admin.add_stats,
         admin.add_doctor,
         memory.add_forget,
+        redact.add_redact,
         export.add_export,
         memory.add_backup,
         secure.add_encrypt,
@@ -124,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_demo,
         admin.add_serve,
         admin.add_mcp_config,
+        hooks.add_hooks,
         ui.add_ui,
         add_bench_parser,
         add_train_parser,

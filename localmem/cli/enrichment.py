@@ -22,7 +22,7 @@ from localmem.errors import LocalmemError
 from localmem.ingest.watch import stop_on_signals
 from localmem.memory import generator, open_store
 from localmem.models.llm import require_model_layer
-from localmem.storage.queue import counts, enqueue_missing, retry_parked
+from localmem.storage.layers.queue import counts, enqueue_missing, retry_parked
 from localmem.util.progress import Progress
 
 

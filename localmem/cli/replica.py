@@ -2,7 +2,7 @@
 
 ``replicate`` runs Litestream for a plaintext store (config written from the ``replica``
 setting or ``--to``), or, for an encrypted store that Litestream cannot read, takes
-encrypted snapshots on a schedule (``localmem.storage.replica``). ``restore`` rebuilds a store
+encrypted snapshots on a schedule (``localmem.storage.copies.replica``). ``restore`` rebuilds a store
 from either kind of replica, optionally as of a point in time.
 """
 
@@ -15,7 +15,8 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.storage import keys, replica, replica_restore
+from localmem.storage.copies import replica, restore
+from localmem.storage.engine import keys
 
 
 def add_replicate(sub: Subparsers) -> None:
@@ -96,7 +97,7 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    out = replica_restore.restore(
+    out = restore.restore(
         args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
     )
     back = out.get("fell_back")

@@ -2,9 +2,9 @@
 
 The key never comes from a command-line value (argv shows in the process list): it is
 ``$LOCALMEM_KEY``, a key file (``--key-file``, mode 600) or the OS keyring
-(``localmem.storage.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
+(``localmem.storage.engine.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
 process this one starts (the worker, the MCP server) opens the store with it too. The
-conversion itself is ``localmem.storage.crypto.convert``.
+conversion itself is ``localmem.storage.copies.convert.convert``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
-from localmem.storage import crypto
-from localmem.storage.agecrypt import IDENTITY_ENV
-from localmem.storage.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
+from localmem.storage.copies import convert
+from localmem.storage.copies.age import IDENTITY_ENV
+from localmem.storage.engine.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
 KEY_HELP = "the store's encryption key is read from $LOCALMEM_KEY, --key-file or the OS keyring, never from argv"
 
@@ -78,12 +78,12 @@ def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
         old = resolve_key(path)
         if old is None or not is_encrypted(path):
             raise ConfigError(f"{path}: --new-key-file changes the key of an encrypted store; {NEEDS_KEY}")
-        report = crypto.convert(path, old_key=old, new_key=read_key_file(args.new_key_file))
+        report = convert.convert(path, old_key=old, new_key=read_key_file(args.new_key_file))
     else:
         key = resolve_key(path)
         if key is None:
             raise ConfigError(f"no key to encrypt with; set LOCALMEM_KEY or --key-file ({KEY_HELP})")
-        report = crypto.convert(path, old_key=None, new_key=key)
+        report = convert.convert(path, old_key=None, new_key=key)
     return _say(args, report, "encrypted")
 
 
@@ -94,10 +94,10 @@ def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
     key = resolve_key(path)
     if key is None:
         raise ConfigError(f"{path}: {NEEDS_KEY}")
-    return _say(args, crypto.convert(path, old_key=key, new_key=None), "decrypted")
+    return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted")
 
 
-def _say(args: argparse.Namespace, report: crypto.ConvertReport, what: str) -> int:
+def _say(args: argparse.Namespace, report: convert.ConvertReport, what: str) -> int:
     if args.json:
         print_json(report.to_dict())
     else:

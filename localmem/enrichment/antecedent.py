@@ -16,10 +16,10 @@ An ``antecedent`` job is queued for a turn when enrichment stores its memory typ
 5. the model verifies C at temperature 0, ``verify_batch`` candidates per call; a
    candidate whose verdict is not ``valid: true`` is rejected. With ``verification`` off every
    candidate is accepted (reason "unverified", confidence = its retrieval score);
-6. one transaction (``localmem/storage/edges.py``): the job is marked done (only while
+6. one transaction (``localmem/storage/layers/edges.py``): the job is marked done (only while
    this worker holds it), the run is recorded in ``antecedent_runs`` and accepted links
    become edges m_j -> m_i (kind ``antecedent``, weight = confidence, reason = the
-   verdict's), journaled by the door for changes (``localmem/storage/changes.py``).
+   verdict's), journaled by the door for changes (``localmem/storage/write/changes.py``).
 
 A reply that is not the JSON asked for (``localmem/models/replies.py``: empty, cut
 off, not JSON, a missing ``queries`` or verdict key) stops the construction: the job
@@ -45,12 +45,12 @@ from localmem.enrichment.stats import WorkerStats
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
 from localmem.retrieval.pool import earlier_mask, retrieve
-from localmem.storage import edges
-from localmem.storage.changes import LinkWrite
-from localmem.storage.edges import AntecedentRun
-from localmem.storage.queries import Filter, turn_rows
-from localmem.storage.queue import Job, fail, unfinished
-from localmem.storage.store import Store
+from localmem.storage.layers import edges
+from localmem.storage.layers.edges import AntecedentRun
+from localmem.storage.layers.queue import Job, fail, unfinished
+from localmem.storage.reads.queries import Filter, turn_rows
+from localmem.storage.write.changes import LinkWrite
+from localmem.storage.write.store import Store
 
 KIND = "antecedent"
 QUERY_TOKENS = 120
@@ -237,7 +237,7 @@ def run_jobs(
 
 
 def write(store: Store, job: Job, out: Outcome, model_id: str, variant: str) -> bool:
-    """Step 6: one transaction (``storage/edges.py``). False when the job is no longer
+    """Step 6: one transaction (``storage/layers/edges.py``). False when the job is no longer
     ours or the turn was processed before (then nothing is written)."""
     run = AntecedentRun(
         out.turn_id,

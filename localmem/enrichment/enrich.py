@@ -1,8 +1,8 @@
 """Enrichment results into the store: extracted cues, tags, memory types.
 
-``enrich_jobs`` is one worker step for claimed jobs (``localmem/storage/queue.py``):
+``enrich_jobs`` is one worker step for claimed jobs (``localmem/storage/layers/queue.py``):
 read the turns, extract (model calls), embed the new cues, then hand everything to
-``localmem/storage/cues.py`` (``commit_extractions``), whose ONE short transaction writes
+``localmem/storage/layers/cues.py`` (``commit_extractions``), whose ONE short transaction writes
 the cues (with FTS rows and vectors), their tags, the turn's memory type and counts, the
 semantic edges of the new cues, marks the jobs done, records the failed attempts of the
 turns the model's reply did not cover (back-off, then parked: see
@@ -21,12 +21,12 @@ import numpy as np
 from localmem.enrichment.extract import TurnExtraction, TurnInput, extract
 from localmem.enrichment.stats import WorkerStats
 from localmem.models.llm import Generator
-from localmem.storage import cues
-from localmem.storage.changes import CueWrite, EnrichmentWrite
-from localmem.storage.cues import TurnCues, TurnText
-from localmem.storage.queue import Job, worker_id
-from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.layers import cues
+from localmem.storage.layers.cues import TurnCues, TurnText
+from localmem.storage.layers.queue import Job, worker_id
+from localmem.storage.write.changes import CueWrite, EnrichmentWrite
+from localmem.storage.write.store import Store
+from localmem.storage.write.vectorize import turn_doc
 
 
 def load_turns(store: Store, turn_ids: list[int]) -> tuple[list[TurnInput], list[str]]:

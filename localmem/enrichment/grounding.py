@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from localmem.storage.queries import STOPWORDS
+from localmem.storage.reads.queries import STOPWORDS
 
 MEMORY_TYPES = ("event", "opinion", "plan", "state_change")
 

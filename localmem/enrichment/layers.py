@@ -6,9 +6,9 @@ from typing import Any
 
 from localmem.enrichment.antecedent import cable_stats
 from localmem.enrichment.topics import KIND as TOPICS
-from localmem.storage import calls, cues
-from localmem.storage.queue import counts, parked
-from localmem.storage.store import Store
+from localmem.storage.layers import calls, cues
+from localmem.storage.layers.queue import counts, parked
+from localmem.storage.write.store import Store
 
 
 def layer_stats(store: Store) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def layer_stats(store: Store) -> dict[str, Any]:
         "models": c["models"],
         "jobs": counts(conn),
         "topic_jobs": counts(conn, TOPICS),
-        # parsed / unparsed model replies per purpose, over the store's life (localmem/storage/calls.py)
+        # parsed / unparsed model replies per purpose, over the store's life (localmem/storage/layers/calls.py)
         "model_calls": calls.totals(conn),
         "recent_reply_failures": calls.recent_failures(conn),
         "antecedent": cable_stats(store),

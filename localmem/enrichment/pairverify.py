@@ -13,7 +13,7 @@ For each turn m_i without an antecedent run (oldest first):
 4. each candidate is judged by a logistic classifier over pair features
    (:data:`PAIR_FEATURES`): accepted when P(antecedent) >= the weights' threshold, at
    most ``max_links`` per turn, most probable first;
-5. one transaction per turn (``storage/pairlinks.py``): the run in ``antecedent_runs`` and
+5. one transaction per turn (``storage/layers/pairlinks.py``): the run in ``antecedent_runs`` and
    the links as ``antecedent`` edges through the door, ``model`` = :data:`MODEL_ID`.
 
 The weights are fitted on LoCoMo dev by ``localmem bench cable-fit``
@@ -35,12 +35,12 @@ import numpy as np
 
 from localmem.enrichment.grounding import low_information, stem
 from localmem.retrieval.pool import earlier_mask, retrieve
-from localmem.storage import pairlinks
-from localmem.storage.changes import LinkWrite
-from localmem.storage.edges import AntecedentRun
-from localmem.storage.queries import STOPWORDS, Filter
-from localmem.storage.store import Store
-from localmem.storage.vectable import epoch_seconds, turn_vectors
+from localmem.storage.layers import pairlinks
+from localmem.storage.layers.edges import AntecedentRun
+from localmem.storage.reads.queries import STOPWORDS, Filter
+from localmem.storage.vectors.stored import epoch_seconds, turn_vectors
+from localmem.storage.write.changes import LinkWrite
+from localmem.storage.write.store import Store
 
 MODEL_ID = "pairclf-v1"
 PAIR_FEATURES = ("cos", "hp", "hrank", "in_b", "ent", "rare", "same_spk", "gap", "same_sess", "near")

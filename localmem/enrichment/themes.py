@@ -21,12 +21,12 @@ groups, each in at most one theme. ``run_themes`` is one pass:
   call each, or without a model (or when the call fails or its reply is refused:
   logged, counted in ``ThemeStats.label_failures``) their top keywords as the label
   and their topics' labels and dates as the summary. The calls go to the call log
-  (``localmem/storage/calls.py``) in the pass's transaction, even when it conflicts.
+  (``localmem/storage/layers/calls.py``) in the pass's transaction, even when it conflicts.
 
 Why a pass and not a job kind of its own: the ``themed`` flag already records the work
 durably, cleared in the same transaction that changes a topic's turns, so a queue row
 would only repeat it. The pass reads, calls the model outside any transaction, then
-writes everything in ONE transaction (``localmem/storage/topics.py``: each theme made,
+writes everything in ONE transaction (``localmem/storage/layers/topics.py``: each theme made,
 changed or dissolved passes the door for changes) after checking that the topic tables are still
 as it read them (otherwise it writes nothing and the next pass starts over). A crash or
 a concurrent writer therefore never leaves a half-built theme, and a failed model call
@@ -43,11 +43,11 @@ from localmem.enrichment import topics
 from localmem.enrichment.stats import ThemeStats
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord
-from localmem.storage import db
-from localmem.storage import topics as stored
-from localmem.storage.changes import TopicWrite
-from localmem.storage.store import Store
-from localmem.storage.vectable import mean_vector
+from localmem.storage.engine import db
+from localmem.storage.layers import topics as stored
+from localmem.storage.vectors.stored import mean_vector
+from localmem.storage.write.changes import TopicWrite
+from localmem.storage.write.store import Store
 from localmem.util.clock import now_iso
 
 SIMILAR = 0.5
@@ -82,7 +82,7 @@ class _Theme:
 
 
 def _read(conn: db.Conn) -> Snapshot:
-    """Everything a pass depends on (``storage/topics.theme_snapshot``); read again inside
+    """Everything a pass depends on (``storage/layers/topics.theme_snapshot``); read again inside
     the write transaction to see whether anything changed meanwhile."""
     return stored.theme_snapshot(conn)
 

@@ -13,12 +13,12 @@ so new turns in a session queue a new job (incremental). Running a job:
   or a model error is logged (``logging.warning``), counted (``label_failures``) and
   costs the label only: the keywords label the topic;
 - topics, their member turns, the call log rows and ``done`` commit in one
-  transaction (``localmem/storage/topics.py``, each topic through the door for
+  transaction (``localmem/storage/layers/topics.py``, each topic through the door for
   changes), which also clears each touched topic's ``themed`` flag: the
   cross-session theme pass (``localmem/enrichment/themes.py``), run after the jobs,
   picks the topic up from that flag.
 
-Jobs go through the queue's protocol like every kind (``localmem/storage/queue.py``):
+Jobs go through the queue's protocol like every kind (``localmem/storage/layers/queue.py``):
 claimed one at a time under a lease, never while another job of the same session is
 running (``exclusive``), finished only while this worker still holds the claim, and
 the write checks that the turns it adds are still in no topic (a claim that lapsed
@@ -41,12 +41,13 @@ from localmem.enrichment.stats import TopicStats
 from localmem.errors import LocalmemError
 from localmem.models.llm import Generator
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
-from localmem.storage import cues, queries
-from localmem.storage import topics as stored
-from localmem.storage.changes import TopicWrite
-from localmem.storage.queue import Job, claim, fail
-from localmem.storage.store import Store
-from localmem.storage.vectable import turn_vectors
+from localmem.storage.layers import cues
+from localmem.storage.layers import topics as stored
+from localmem.storage.layers.queue import Job, claim, fail
+from localmem.storage.reads import queries
+from localmem.storage.vectors.stored import turn_vectors
+from localmem.storage.write.changes import TopicWrite
+from localmem.storage.write.store import Store
 from localmem.util.clock import now_iso
 
 log = logging.getLogger(__name__)

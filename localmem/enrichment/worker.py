@@ -3,7 +3,7 @@ their kind (extraction, then CABLE's antecedent construction when enabled), and 
 topic and theme passes when the queue is idle.
 
 Invariants: every job kind (extract, antecedent, topics) goes through the queue's
-claim/finish/fail protocol (``localmem/storage/queue.py``); a reply the model got wrong
+claim/finish/fail protocol (``localmem/storage/layers/queue.py``); a reply the model got wrong
 (``localmem/models/replies.py``) is a failed attempt of the jobs it should have
 served, recorded by the step with its results (back-off, then parked); a batch whose
 model call raised is retried turn by turn under the same claim so one bad turn cannot
@@ -32,10 +32,10 @@ from localmem.enrichment.themes import run_themes
 from localmem.enrichment.topics import run_topic_jobs
 from localmem.errors import LocalmemError, StoreError
 from localmem.models.llm import Generator
-from localmem.storage import topics
-from localmem.storage.queue import KIND, Job, claim, fail, next_due
-from localmem.storage.retry import WAITING, StillLocked, forever, retry_locked
-from localmem.storage.store import Store
+from localmem.storage.engine.retry import WAITING, StillLocked, forever, retry_locked
+from localmem.storage.layers import topics
+from localmem.storage.layers.queue import KIND, Job, claim, fail, next_due
+from localmem.storage.write.store import Store
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")

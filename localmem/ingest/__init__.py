@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest import chatgpt, claude, export, jsonl, locomo, longmemeval, messages, transcript
+from localmem.ingest import (
+    chatgpt,
+    claude,
+    claude_code,
+    codex,
+    export,
+    gemini,
+    jsonl,
+    locomo,
+    longmemeval,
+    messages,
+    transcript,
+)
 from localmem.ingest._detect import FORMAT_NAMES, detect
 from localmem.ingest._json import Cursor
 from localmem.ingest._units import Unit, checked, merge
@@ -31,8 +43,20 @@ FORMATS: dict[str, Units] = {
     "locomo": locomo.units,
     "longmemeval": longmemeval.units,
     "localmem": export.units,  # what `localmem export` writes
+    "claude-code": claude_code.units,
+    "codex": codex.units,
+    "gemini": gemini.units,
 }
-OPTIONS: dict[str, frozenset[str]] = {"locomo": frozenset({"sample"}), "longmemeval": frozenset({"question"})}
+# Coding agents' logs: their tool calls are kept as compact lines or not (``ingest.tool_lines``).
+AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini"})
+OPTIONS: dict[str, frozenset[str]] = {
+    "locomo": frozenset({"sample"}),
+    "longmemeval": frozenset({"question"}),
+    **{f: frozenset({"tool_lines", "hold"}) for f in AGENT_FORMATS},
+}
+# Options that change how a file is read but not which units it has: not part of its resume
+# state (``hold``: a step still open at the end of an agent's log waits for the next read).
+READ_ONLY_OPTIONS = frozenset({"tool_lines", "hold"})
 
 
 def units(path: Path, fmt: str, start: Cursor | None = None, **options: Any) -> Iterator[Unit]:
@@ -56,4 +80,4 @@ def load(path: Path, fmt: str | None = None, **options: Any) -> list[SessionIn]:
     return merge(sessions)
 
 
-__all__ = ["FORMATS", "FORMAT_NAMES", "Cursor", "Unit", "detect", "load", "units"]
+__all__ = ["AGENT_FORMATS", "FORMATS", "FORMAT_NAMES", "READ_ONLY_OPTIONS", "Cursor", "Unit", "detect", "load", "units"]

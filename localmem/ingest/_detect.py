@@ -4,7 +4,10 @@ JSON: the first element of a top-level array, the first line of a JSON Lines fil
 the one object of the file is looked at: ``localmem`` -> localmem (a ``localmem export``),
 ``mapping`` -> chatgpt, ``chat_messages`` -> claude, ``conversation`` -> locomo,
 ``haystack_sessions`` -> longmemeval, ``messages`` (or an array of ``{role, content}``)
--> messages, any other JSON Lines -> jsonl. Text:
+-> messages, any other JSON Lines -> jsonl. Coding agents' logs are told first:
+``sessionId`` + ``projectHash`` -> gemini (a chat object or its JSON Lines header), a
+``session_meta`` line or a bare ``{id, timestamp, instructions}`` header -> codex, a
+Claude Code record type with ``sessionId`` / ``uuid`` / ``leafUuid`` -> claude-code. Text:
 a ``Name: text`` line among the first 64 KiB -> transcript. Anything else is refused
 with a hint to pass ``--format``.
 """
@@ -17,7 +20,25 @@ from localmem.errors import InputError
 from localmem.ingest import transcript
 from localmem.ingest._json import records, shape
 
-FORMAT_NAMES = ("chatgpt", "claude", "messages", "transcript", "jsonl", "locomo", "longmemeval", "localmem")
+FORMAT_NAMES = (
+    "chatgpt",
+    "claude",
+    "messages",
+    "transcript",
+    "jsonl",
+    "locomo",
+    "longmemeval",
+    "localmem",
+    "claude-code",
+    "codex",
+    "gemini",
+)
+# Claude Code's record types, and the keys its records carry besides ``type``.
+CLAUDE_CODE_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation", "attachment", "progress"}
+)
+CLAUDE_CODE_KEYS = frozenset({"sessionId", "parentUuid", "leafUuid", "messageId", "uuid"})
+CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 
 
 def detect(path: Path) -> str:
@@ -50,6 +71,8 @@ def _json_format(path: Path) -> str:
         raise first.error
     value = first.value
     keys = set(value) if isinstance(value, dict) else set()
+    if agent := _agent_format(value, keys, kind):
+        return agent
     for key, name in (
         ("localmem", "localmem"),  # a `localmem export` line
         ("mapping", "chatgpt"),
@@ -65,6 +88,26 @@ def _json_format(path: Path) -> str:
     if kind == "lines":
         return "jsonl"
     raise _unknown(path)
+
+
+def _agent_format(value: object, keys: set[str], kind: str) -> str | None:
+    """A coding agent's log, told by its first record: a Gemini CLI chat (``sessionId`` +
+    ``projectHash``), a Codex rollout (``session_meta`` line or the older bare header), a
+    Claude Code transcript (one of its record types with its keys)."""
+    if not isinstance(value, dict):
+        return None
+    if {"sessionId", "projectHash"} <= keys:
+        return "gemini"
+    if kind != "lines":
+        return None
+    kind_of = value.get("type")
+    if kind_of in CODEX_TYPES and "payload" in keys:
+        return "codex"
+    if {"id", "timestamp"} <= keys and "type" not in keys and keys <= {"id", "timestamp", "instructions", "git"}:
+        return "codex"
+    if kind_of in CLAUDE_CODE_TYPES and keys & CLAUDE_CODE_KEYS:
+        return "claude-code"
+    return None
 
 
 def _unknown(path: Path) -> InputError:

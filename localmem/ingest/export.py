@@ -15,7 +15,7 @@ from writes nothing. Only turns travel: cues, tags, facts, topics and links are 
 data, rebuilt by the enrichment worker after an ingest.
 
 Invariants: memory stays bounded (rows are streamed from one cursor,
-``localmem.storage.export``, and written line by line; nothing is collected); output is UTF-8 whatever the terminal's encoding; a line
+``localmem.storage.reads.export_rows``, and written line by line; nothing is collected); output is UTF-8 whatever the terminal's encoding; a line
 per turn, so an interrupted ingest of an export resumes like any JSON Lines file.
 A session holding a turn stored without any time exports ``started_at`` as null, since
 on ingest an untimed turn takes its session's start (and so would change identity).
@@ -33,8 +33,8 @@ from localmem.errors import InputError
 from localmem.ingest._json import Cursor, records
 from localmem.ingest._units import Unit, bad, timestamp
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.db import Conn
-from localmem.storage.export import export_rows, has_untimed_turn
+from localmem.storage.engine.db import Conn
+from localmem.storage.reads.export_rows import export_rows, has_untimed_turn
 from localmem.util.text import parse_time
 
 FORMAT = "localmem"

@@ -16,9 +16,10 @@ that batch again next time and finds its turns already stored (content hashes), 
 nothing is written twice and nothing is lost.
 
 Where to start: an interrupted ingest, or a file that changed but whose bytes before
-the resume point did not (a log that grew), continues from the resume point; anything
-else (a complete file ingested again, an edited file) is read from its start, and turns
-already stored are counted as already present.
+the resume point did not (a log that grew), continues from the resume point, and so does
+a coding agent's log read to its end before (nothing new); anything else (a complete
+file ingested again, an edited file) is read from its start, and turns already stored
+are counted as already present.
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from localmem.errors import InputError
-from localmem.ingest import detect, state, units
+from localmem.ingest import AGENT_FORMATS, READ_ONLY_OPTIONS, detect, state, units
 from localmem.ingest._json import Cursor
 from localmem.ingest._units import merge
 from localmem.records import SessionIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 M = TypeVar("M")
 BATCH_TURNS = 256
@@ -58,7 +59,7 @@ class Plan:
 
     @property
     def options_key(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return ",".join(f"{k}={v}" for k, v in sorted(self.options.items()) if k not in READ_ONLY_OPTIONS)
 
 
 @dataclass
@@ -128,10 +129,17 @@ def start(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = 
         raise InputError("no such file", path=str(path))
     name = fmt or detect(path)
     opts = {k: v for k, v in options.items() if v is not None}
+    if name in AGENT_FORMATS:
+        opts.setdefault("tool_lines", store.settings.ingest.tool_lines)
     st = state.stat(path)
     p = Plan(path=path, format=name, options=opts, start=Cursor(), stat=st, skip_bad=skip_bad, named_format=fmt)
     prev = state.get(store.conn, path, name, p.options_key)
     if prev is not None and (not prev.complete or prev.stat.fingerprint != st.fingerprint):
+        p.start = state.resume_point(prev, path, st) or Cursor()
+    elif prev is not None and name in AGENT_FORMATS:
+        # An agent's log read to its end and unchanged since has nothing new. Not read again
+        # from its start: a step that was cut by an earlier read would be joined again into
+        # a turn of another text (localmem/ingest/_agent.py).
         p.start = state.resume_point(prev, path, st) or Cursor()
     return p
 
@@ -153,7 +161,7 @@ def check(p: Plan, *, progress: Callable[[int], None] | None = None) -> Plan:
             p.bad[u.index] = u.error
         p.turns += u.turns
         skipped.update(u.skipped)
-    if p.turns == 0 and not p.bad and p.start == Cursor():
+    if p.turns == 0 and not p.bad and p.start == Cursor() and not p.options.get("hold"):
         raise InputError(_no_turns(p.path, p.format, p.named_format, skipped), path=str(p.path))
     return p
 

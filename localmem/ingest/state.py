@@ -1,6 +1,6 @@
 """Ingest bookkeeping (the ``ingest_files`` table): resume points and file fingerprints.
 
-The rows are read and written by ``localmem.storage.ingest_files`` on the store's
+The rows are read and written by ``localmem.storage.reads.ingest_files`` on the store's
 connection (every write its own short write transaction); this module
 turns them into cursors and decides whether one still holds. A resume point is trusted
 only while the bytes before it are unchanged (checked on the first and the last 64 KiB
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor
-from localmem.storage import ingest_files
-from localmem.storage.db import Conn
+from localmem.storage.engine.db import Conn
+from localmem.storage.reads import ingest_files
 
 WINDOW = 65536
 

@@ -4,7 +4,7 @@ Every caller of a chat model (extraction, CABLE's queries and verdicts, topic an
 labels, answer, explore) reads the reply through :func:`parse_reply` (one object) or
 :func:`parse_entries` (one entry per item, extraction's ``m1``, ``m2``, ...). A reply
 that is not what was asked for raises :class:`ReplyError`, whose ``reason`` is short and
-stable; it is the parse status of the call log (``localmem/storage/calls.py``):
+stable; it is the parse status of the call log (``localmem/storage/layers/calls.py``):
 
 - ``empty``: no text, or only white space;
 - ``truncated``: a JSON object or array that never closes (the token cap cut it);

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from localmem.retrieval.packing import Candidate, context_words, line_words
-from localmem.storage import queries
-from localmem.storage.queries import TurnRow
-from localmem.storage.store import Store
-from localmem.storage.vectable import turn_vectors
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import TurnRow
+from localmem.storage.vectors.stored import turn_vectors
+from localmem.storage.write.store import Store
 from localmem.util.text import words_for_tokens
 
 

@@ -17,11 +17,11 @@ from datetime import date, timedelta
 import numpy as np
 
 from localmem.retrieval.scorer import log_words, mentioned_speaker
-from localmem.storage.db import Conn
-from localmem.storage.mirrors import MirrorView
-from localmem.storage.store import Store
-from localmem.storage.vectable import UNDATED, cue_ids_of, epoch_seconds, turn_ids_of_sessions
-from localmem.storage.vectors import TurnMirror, VectorMirror
+from localmem.storage.engine.db import Conn
+from localmem.storage.vectors.mirrors import MirrorView
+from localmem.storage.vectors.stored import UNDATED, cue_ids_of, epoch_seconds, turn_ids_of_sessions
+from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
+from localmem.storage.write.store import Store
 from localmem.util.dates import window
 
 

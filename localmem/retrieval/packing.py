@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from localmem.storage.queries import TurnRow
+from localmem.storage.reads.queries import TurnRow
 from localmem.util.text import count_words, display_time, line_word_cost, words_for_tokens
 
 

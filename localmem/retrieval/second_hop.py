@@ -17,9 +17,9 @@ import numpy as np
 
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights
-from localmem.storage import queries
-from localmem.storage.queries import STOPWORDS, Filter
-from localmem.storage.store import Store
+from localmem.storage.reads import queries
+from localmem.storage.reads.queries import STOPWORDS, Filter
+from localmem.storage.write.store import Store
 
 _MAX_TERMS = 6
 
@@ -83,5 +83,6 @@ def second_pool(
         pool.anchors,
         pool.qvec,
         pool.visible,
+        pool.best_sim,
     )
     return merged, np.concatenate([prob, prob2]), q2

@@ -25,8 +25,8 @@ from localmem.records import Context
 from localmem.retrieval.packing import context_words, line_words
 from localmem.retrieval.reconstruct import Recorder, reconstruct
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.storage.queries import TurnRow
-from localmem.storage.store import Store
+from localmem.storage.reads.queries import TurnRow
+from localmem.storage.write.store import Store
 from localmem.util.text import words_for_tokens
 
 STATUSES = ("packed", "evicted", "antecedent", "not packed")

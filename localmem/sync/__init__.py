@@ -4,6 +4,6 @@ segments and folds every other device's (see docs/sync.md).
 
 Modules: ``hlc`` (the hybrid logical clock), ``keys`` (age encryption via pyrage),
 ``segment`` (the file format), ``export``, ``apply`` (the merge rules), ``fold``,
-``run`` (a pass, the watch loop, status). SQL lives in ``storage/sync_state`` and
-``storage/sync_log``; every change to the facts goes through ``storage/changes``.
+``run`` (a pass, the watch loop, status). SQL lives in ``storage/sync/state`` and
+``storage/sync/log``; every change to the facts goes through ``storage/write/changes``.
 """

@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localmem.records import SessionIn, TurnIn
-from localmem.storage import changes as door
-from localmem.storage import db, sync_log, sync_state
-from localmem.storage.graph import link_semantic
-from localmem.storage.store import Store
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.engine import db
+from localmem.storage.sync import log as sync_log
+from localmem.storage.sync import state as sync_state
+from localmem.storage.write import changes as door
+from localmem.storage.write import forgets
+from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.store import Store
+from localmem.storage.write.vectorize import turn_doc
 
 DERIVED = ("enrichment", "cue", "antecedent", "topic", "topic_removed")
 
@@ -50,13 +53,13 @@ class Applied:
 def apply_changes(store: Store, device: str, items: Sequence[dict[str, Any]], out: Applied) -> None:
     """Apply one segment's changes: forgets first (forget wins whatever the order), then
     sessions and turns, then the derived layers."""
-    forgets = [c["key"] for c in items if c["kind"] == "forget"]
-    if forgets:
+    gone = [c["key"] for c in items if c["kind"] == "forget"]
+    if gone:
 
         def forget() -> None:
             with db.transaction(store.conn):
-                sync_state.mark_forgotten(store.conn, forgets)
-                out.forgotten += door.forget(store.conn, forgets, origin=device)
+                forgets.mark_forgotten(store.conn, gone)
+                out.forgotten += door.forget(store.conn, gone, origin=device)
 
         store.retrying(forget)
     _turns(store, device, [c for c in items if c["kind"] == "turn" and "turn" in c], out)
@@ -66,11 +69,7 @@ def apply_changes(store: Store, device: str, items: Sequence[dict[str, Any]], ou
         def fill() -> None:
             with db.transaction(store.conn):
                 for c in sessions:
-                    d = c["data"]
-                    ws = door.SessionWrite(
-                        str(d["source"]), str(d["key"]), str(d.get("title") or ""), d.get("started_at")
-                    )
-                    door.add_session(store.conn, ws, origin=device)
+                    door.add_session(store.conn, door.session_from_data(c["data"]), origin=device)
 
         store.retrying(fill)
     apply_derived(store, device, [c for c in items if c["kind"] in DERIVED], out)
@@ -80,7 +79,7 @@ def apply_changes(store: Store, device: str, items: Sequence[dict[str, Any]], ou
 
 
 def _turns(store: Store, device: str, items: list[dict[str, Any]], out: Applied) -> None:
-    gone = sync_state.forgotten_among(store.conn, [c["key"] for c in items])
+    gone = forgets.forgotten_among(store.conn, [c["key"] for c in items])
     by_session: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
     for c in items:
         if c["key"] in gone:
@@ -134,7 +133,7 @@ def apply_derived(
     needed = {h for c in items for h in _hashes_of(c)}
     removed = {str(h) for c in items if c["kind"] == "topic" for h in (c.get("data") or {}).get("remove", [])}
     ids = sync_state.turn_ids(conn, needed | removed)
-    gone = sync_state.forgotten_among(conn, needed - set(ids))
+    gone = forgets.forgotten_among(conn, needed - set(ids))
     ready: list[dict[str, Any]] = []
     waiting: list[tuple[str, dict[str, Any]]] = []
     for c in items:

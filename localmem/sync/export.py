@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localmem.storage import db, sync_log, sync_state
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.sync import log as sync_log
+from localmem.storage.sync import state as sync_state
+from localmem.storage.write.store import Store
 from localmem.sync import segment
 from localmem.sync.errors import SyncError
 from localmem.sync.hlc import HybridClock

@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localmem.storage import db, sync_log, sync_state
-from localmem.storage.store import Store
+from localmem.storage.engine import db
+from localmem.storage.sync import log as sync_log
+from localmem.storage.sync import state as sync_state
+from localmem.storage.write import forgets
+from localmem.storage.write.store import Store
 from localmem.sync import segment
 from localmem.sync.apply import Applied, apply_changes, apply_derived
 from localmem.sync.errors import Incomplete, Refused
@@ -118,7 +121,7 @@ def _retry_pending(store: Store, out: Folded) -> None:
     if not waiting:
         return
     here = set(sync_state.turn_ids(store.conn, waiting))
-    gone = sync_state.forgotten_among(store.conn, waiting - here)
+    gone = forgets.forgotten_among(store.conn, waiting - here)
     rows = sync_log.pending_for(store.conn, here | gone)
     if not rows:
         return

@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from localmem.storage import sync_log, sync_state
-from localmem.storage.store import Store
+from localmem.storage.sync import log as sync_log
+from localmem.storage.sync import state as sync_state
+from localmem.storage.write import forgets
+from localmem.storage.write.store import Store
 from localmem.sync.export import Exported, device_of, export, own_numbers
 from localmem.sync.fold import Folded, fold
 from localmem.sync.keys import Keyring
@@ -114,5 +116,5 @@ def status(store: Store, root: Path | None) -> dict[str, Any]:
         "devices": devices,
         "refused": [asdict(r) for r in sync_log.refused(store.conn)],
         "pending_derived": sync_log.pending_count(store.conn),
-        "forgotten": len(sync_state.forget_set(store.conn)),
+        "forgotten": len(forgets.forget_set(store.conn)),
     }

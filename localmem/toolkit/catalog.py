@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from localmem.errors import InputError
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.toolkit.common import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, MAX_WINDOW
 from localmem.toolkit.cues import CUE_KINDS, cue_tags, cue_turns, search_cues
 from localmem.toolkit.people import TOPIC_KINDS, person_aspects, person_facts, theme_topics, topic_turns, topics
@@ -112,7 +112,20 @@ def ident(name: str, doc: str) -> Arg:
 
 
 OFFSET = Arg("offset", "int", "items to skip (the previous next_offset)", default=0, ge=0, le=MAX_OFFSET)
-SCOPE = Arg("scope", "str", "only this session key or source (e.g. 'mcp')", max_length=MAX_LABEL_CHARS)
+SCOPE = Arg(
+    "scope",
+    "str",
+    "only this session key or source (e.g. 'mcp'), or 'project:PATH': that project's sessions plus what the person "
+    "said anywhere",
+    max_length=MAX_LABEL_CHARS,
+)
+PROJECT = Arg(
+    "project",
+    "str",
+    "a project folder (absolute path): that project's sessions plus what the person said anywhere else",
+    min_length=1,
+    max_length=1000,
+)
 TURN_ID = ident("turn_id", "a turn id from an earlier result")
 PERSON = Arg("person", "str", "a person's name", required=True, min_length=1, max_length=MAX_LABEL_CHARS)
 CUE = Arg("cue", "str", "the cue's text, e.g. 'tomatoes'", max_length=500)

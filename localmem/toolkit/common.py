@@ -6,7 +6,7 @@ Invariants:
   :data:`MAX_OFFSET` (:func:`_bounds`), so no call dumps the graph;
 - a turn's text is cut to :data:`MAX_TEXT_CHARS` with ``clipped`` set (:func:`_text`);
   the full text is one ``turn`` lookup away;
-- read-only: the named reads of ``localmem.storage.traversal`` / ``topic_reads`` /
+- read-only: the named reads of ``localmem.storage.reads.traversal`` / ``topic_reads`` /
   ``queries`` on ``store.conn`` (the toolkit holds no SQL); each public tool is wrapped
   in :func:`snapshot_read`, so all it reads (SQL rows and vector mirrors) is of one
   commit, whatever other processes write or forget meanwhile.
@@ -24,8 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries, traversal
-from localmem.storage.store import Store
+from localmem.retrieval import scope as scopes
+from localmem.storage.reads import queries, traversal
+from localmem.storage.write.store import Store
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
 from localmem.util.text import parse_time
 
@@ -104,11 +105,15 @@ def _visible(store: Store, turn_ids: Sequence[int], as_of: str | None, scope: st
     if not turn_ids:
         return set()
     ok: set[int] = set()
-    sessions = set(queries.scope_sessions(store.conn, scope)) if scope else None
+    named, project = scopes.split(scope)
+    sessions = set(queries.scope_sessions(store.conn, named)) if named else None
+    inside = set(queries.project_sessions(store.conn, project)) if project else None
     for tid, r in queries.turn_rows(store.conn, turn_ids).items():
         if as_of is not None and r.ts is not None and r.ts > as_of:
             continue
         if sessions is not None and r.session_id not in sessions:
+            continue
+        if inside is not None and r.session_id not in inside and r.speaker.strip().lower() in scopes.AGENT_SPEAKERS:
             continue
         ok.add(tid)
     return ok

@@ -8,7 +8,7 @@ Invariants:
   functions that take a cue accept a cue id or its text and act on every cue with the
   same text (case-insensitive, :func:`_cue_group`);
 - results are paged and capped as in :mod:`localmem.toolkit.common`; read-only
-  (``localmem.storage.traversal``'s reads), apart from embedding the query text.
+  (``localmem.storage.reads.traversal``'s reads), apart from embedding the query text.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import queries, traversal
-from localmem.storage.store import Store
-from localmem.storage.vectable import turn_vectors
+from localmem.storage.reads import queries, traversal
+from localmem.storage.vectors.stored import turn_vectors
+from localmem.storage.write.store import Store
 from localmem.toolkit.common import (
     DEFAULT_LIMIT,
     _bounds,

@@ -14,14 +14,14 @@ Invariants:
   theme (``theme_id``), a theme counts its session topics and ``theme_topics`` lists
   them;
 - results are paged and capped as in :mod:`localmem.toolkit.common`; read-only
-  (``localmem.storage.topic_reads``' reads).
+  (``localmem.storage.reads.topic_reads``' reads).
 """
 
 from __future__ import annotations
 
 from localmem.errors import InputError, NotFound
-from localmem.storage import topic_reads
-from localmem.storage.store import Store
+from localmem.storage.reads import topic_reads
+from localmem.storage.write.store import Store
 from localmem.toolkit.common import DEFAULT_LIMIT, _bounds, _page, _slice, snapshot_read, turn_refs
 from localmem.toolkit.records import Aspect, Fact, Page, Topic, TurnRef
 

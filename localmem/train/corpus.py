@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.storage.prepare import statement_spans
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.write.prepare import statement_spans
+from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import parse_time
 
 

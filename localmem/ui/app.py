@@ -31,7 +31,7 @@ import apsw
 from localmem.config import Settings
 from localmem.errors import InputError, LocalmemError, NotFound
 from localmem.memory import open_store
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.ui import views
 from localmem.ui.security import HEADER, ASGIApp, Guard
 

@@ -3,7 +3,7 @@
 One function per page (``ask``, ``timeline``, ``session``, ``turn``, ``health``) plus
 ``forget``. They reuse the library where it has the answer (``retrieval.trace`` for
 Ask, ``toolkit`` for a turn's cues and tags, ``enrichment.layers`` for coverage,
-``Store.forget``) and otherwise the named reads of ``localmem.storage.views`` (no SQL
+``Store.forget``) and otherwise the named reads of ``localmem.storage.reads.views`` (no SQL
 here). Errors are the library's (``InputError``, ``NotFound``); the app translates them.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError, NotFound
 from localmem.retrieval.trace import trace
-from localmem.storage import views
-from localmem.storage.queue import parked
-from localmem.storage.store import Store
+from localmem.storage.layers.queue import parked
+from localmem.storage.reads import views
+from localmem.storage.write.store import Store
 from localmem.toolkit.turns import turn_cues
 
 TEXT_PREVIEW = 240  # characters of a turn shown in lists

@@ -16,6 +16,12 @@ CREATE INDEX ingest_files_fingerprint ON ingest_files (fingerprint);
 -- index jobs_state on jobs
 CREATE INDEX jobs_state ON jobs (state, kind);
 
+-- index sessions_cwd on sessions
+CREATE INDEX sessions_cwd ON sessions (cwd) WHERE cwd != '';
+
+-- index sessions_repository on sessions
+CREATE INDEX sessions_repository ON sessions (repository) WHERE repository != '';
+
 -- index sqlite_autoindex_cues_1 on cues
 -- (made by SQLite, no sql)
 
@@ -209,6 +215,13 @@ CREATE TABLE ingest_files (
     UNIQUE (path, format, options)
 ) STRICT;
 
+-- table injected on injected
+CREATE TABLE injected (
+    hash    TEXT PRIMARY KEY,  -- content_hash('injected', the line with whitespace collapsed)
+    turn_id INTEGER NOT NULL,  -- the recalled turn the line quoted
+    at      REAL NOT NULL      -- unix seconds of the last injection
+) STRICT, WITHOUT ROWID;
+
 -- table jobs on jobs
 CREATE TABLE jobs (
     id         INTEGER PRIMARY KEY,
@@ -267,7 +280,7 @@ CREATE TABLE sessions (
     key        TEXT NOT NULL,              -- the source's own id for the session
     title      TEXT NOT NULL DEFAULT '',
     started_at TEXT,                       -- naive ISO-8601, the source's clock
-    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')), client TEXT NOT NULL DEFAULT '', cwd TEXT NOT NULL DEFAULT '', repository TEXT NOT NULL DEFAULT '', branch TEXT NOT NULL DEFAULT '', git_commit TEXT NOT NULL DEFAULT '',
     UNIQUE (source, key)
 ) STRICT;
 

@@ -16,7 +16,7 @@ from localmem.models import onnx_folder
 from localmem.models.embedding import OnnxMiniLM, _packaged_onnx, minilm_tokenizer
 from localmem.models.registry import default_embedder
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 
 TEXTS = [
     "I adopted a golden retriever named Max last spring.",

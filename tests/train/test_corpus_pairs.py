@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from localmem.errors import InputError
-from localmem.storage.vectorize import turn_doc
+from localmem.storage.write.vectorize import turn_doc
 from localmem.train import corpus, pairs
 
 DATE = "2023/05/20 (Sat) 10:00"

@@ -32,8 +32,8 @@ from localmem.answering.explore.trace import Call, Exploration, Round
 from localmem.errors import InputError, ModelError
 from localmem.models.llm import Generation, Generator
 from localmem.models.replies import CallRecord, ReplyError, parse_reply, record
-from localmem.storage import calls as call_log
-from localmem.storage.store import Store
+from localmem.storage.layers import calls as call_log
+from localmem.storage.write.store import Store
 from localmem.util.text import count_tokens
 
 MAX_ROUNDS = 8

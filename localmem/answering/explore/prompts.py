@@ -20,7 +20,7 @@ from typing import Any
 from localmem import toolkit
 from localmem.answering.explore.tools import TOOLS, Param
 from localmem.answering.explore.trace import Round
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.util.text import count_tokens
 
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
 
 from localmem.errors import InputError, LocalmemError
-from localmem.storage.store import Store
+from localmem.storage.write.store import Store
 from localmem.toolkit import catalog
 from localmem.toolkit.common import _time, _visible
 

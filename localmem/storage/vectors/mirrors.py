@@ -1,0 +1,123 @@
+"""Both vector mirrors of one connection, refreshed together inside read snapshots.
+
+Invariants:
+- :class:`Mirrors` refreshes the turn and cue mirrors together, inside one read
+  transaction, so a :class:`MirrorView` shows both tables as of one commit: every cue
+  row's turn is in the turn mirror unless that turn has no vector (then its position
+  is -1, never an index past the end); exact vectors read inside the same snapshot
+  belong to the same commit;
+- a mirror refresh loads only new rows (:mod:`localmem.storage.vectors.table_mirror`). Deletes and
+  updates of mirrored columns, after which ids may be given out again, bump a counter
+  in ``mirror_epochs`` (migration 0009, triggers) in the same transaction; a table whose
+  counter moved is reloaded whole. Rows loaded inside another caller's write
+  transaction that then rolls back are dropped too (a rollback hook), since their ids
+  will be reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from localmem.storage.engine.db import Conn
+from localmem.storage.vectors.table_mirror import CHUNK, CueMirror, TurnMirror
+
+_EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
+
+
+class MirrorView:
+    """Both mirrors as of one commit, and for each cue row its turn's position in the
+    turn mirror (-1 when that turn has no row there)."""
+
+    def __init__(self, turn: TurnMirror, cue: CueMirror) -> None:
+        self.turn = turn
+        self.cue = cue
+        self.cue_pos = np.empty(len(cue.turns), dtype=np.int32)
+        for start in range(0, len(cue.turns), CHUNK * 32):  # bounded temporaries on a big store
+            part = slice(start, start + CHUNK * 32)
+            self.cue_pos[part] = turn.index_of(cue.turns[part])
+
+    def nbytes(self, *, held: bool = True) -> int:
+        return self.turn.nbytes(held=held) + self.cue.nbytes(held=held) + int(self.cue_pos.nbytes)
+
+
+class Mirrors:
+    """The mirrors of one connection and the read snapshots they are refreshed in."""
+
+    def __init__(self, conn: Conn, dim: Callable[[], int]) -> None:
+        self.conn = conn
+        self._dim = dim
+        self._view: MirrorView | None = None
+        self._epochs: tuple[int, int] | None = None  # (turns, cues) counters the view was loaded at
+        self._depth = 0  # nesting of snapshot()
+        self._own = False  # the current snapshot opened its own read transaction
+        self._fresh = False  # the view was refreshed inside the current snapshot
+        self._tentative = False  # rows were loaded inside a transaction that may yet roll back
+        self._stale = False
+        conn.set_rollback_hook(self._rolled_back, id="localmem.mirrors")
+
+    def _rolled_back(self) -> None:
+        if self._tentative:
+            self._stale, self._tentative = True, False
+
+    def clear(self) -> None:
+        """Forget both mirrors (the next view reloads them)."""
+        self._view, self._epochs = None, None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Everything read on the connection inside, mirrors included, is of one commit.
+        Opens a read transaction (BEGIN ... COMMIT) unless one is open already (a
+        caller's write transaction: then its own uncommitted rows are seen too).
+        Re-entrant; the mirrors are refreshed at most once per snapshot."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        own = not self.conn.in_transaction
+        if own:
+            self.conn.execute("BEGIN")  # deferred: the read view is fixed at the first read
+        self._depth, self._own, self._fresh = 1, own, False
+        try:
+            yield
+        finally:
+            self._depth, self._fresh = 0, False
+            if own and self.conn.in_transaction:
+                self.conn.execute("COMMIT")  # nothing written: this only ends the read view
+
+    def last(self) -> MirrorView | None:
+        """The view loaded last, as it was (possibly stale; None before the first load)."""
+        return self._view
+
+    def view(self) -> MirrorView:
+        """Both mirrors as of the current snapshot (a one-off snapshot outside one)."""
+        if not self._depth:
+            with self.snapshot():
+                return self.view()
+        if self._view is None or not self._fresh:
+            self._view = self._refresh(self._view)
+            self._fresh = True
+        return self._view
+
+    def _refresh(self, view: MirrorView | None) -> MirrorView:
+        dim = self._dim()
+        if self._stale or view is None or view.turn.dim != dim:
+            view, self._epochs, self._stale = MirrorView(TurnMirror(dim), CueMirror(dim)), None, False
+        if self._own:
+            self._tentative = False  # no foreign transaction is open: the last one ended
+        turns_epoch, cues_epoch = self.conn.one(_EPOCHS)
+        have = self._epochs
+        turn = view.turn if have is not None and have[0] == turns_epoch else TurnMirror(dim)
+        cue = view.cue if have is not None and have[1] == cues_epoch else CueMirror(dim)
+        turn, cue = turn.synced(self.conn), cue.synced(self.conn)
+        self._epochs = (int(turns_epoch), int(cues_epoch))
+        if turn is view.turn and cue is view.cue:
+            return view
+        if not self._own:
+            self._tentative = True
+        return MirrorView(turn, cue)

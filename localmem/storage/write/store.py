@@ -1,0 +1,400 @@
+"""The store: one SQLite file holding sessions, turns, cues, edges and their indexes.
+
+This module owns the write side (write, link, forget, reindex) and the embedder binding;
+read-side SQL lives in ``storage/reads/``, scoring in ``localmem/retrieval/``. Sessions and
+turns written and turns forgotten pass the door for changes (``write/changes.py``), which
+journals them in the same transaction; their statement cues, vectors, FTS rows, edges and
+jobs are derived.
+
+Invariants:
+- a turn, its statement cues, their FTS rows, their vectors and its temporal edges
+  are written in one transaction; ``write`` returns only after it commits;
+- content is identified by a hash, so writing the same turns again writes nothing
+  (no journal row either);
+- model calls (embedding) happen before the transaction opens, never inside it;
+- vectors of two embedding models are never mixed: the model id and dimension are
+  recorded on first use, and opening with another embedder raises
+  ``EmbedderMismatch`` until ``reindex`` re-embeds everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from localmem.config import RetrievalParams, Settings
+from localmem.errors import EmbedderMismatch, InputError
+from localmem.models.embedding import Embedder, OnnxMiniLM
+from localmem.records import SessionIn, TurnIn, WriteResult
+from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks, rows_in
+from localmem.storage.engine.retry import Patience
+from localmem.storage.vectors.mirrors import Mirrors, MirrorView
+from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
+from localmem.storage.write import changes, forgets, injections
+from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.jobs import EXTRACT, enqueue
+from localmem.storage.write.pipeline import pipelined
+from localmem.storage.write.prepare import Prepared, Staged, injected_candidates, prepare_all, session_fields, title
+from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
+from localmem.util.text import count_words, parse_time
+
+Progress = Callable[[int], None]
+R = TypeVar("R")
+T = TypeVar("T")
+Vectors = dict[str, tuple[np.ndarray, np.ndarray]]  # turn hash -> (turn vector, its cue vectors)
+
+
+class Store:
+    """A memory store on one SQLite file. Use ``localmem.open(path)`` to get one."""
+
+    patience: Patience | None = None  # None: busy errors reach the caller; else waited out (CLI, watcher)
+
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        settings: Settings | None = None,
+        *,
+        rebind: bool = False,
+    ) -> None:
+        """``rebind=True`` opens a store built with another embedder, for ``reindex``."""
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        self.settings = settings or Settings(db=self.path)
+        self.conn = db.connect(path)
+        db.migrate(self.conn)
+        if embedder is None:
+            embedder = OnnxMiniLM()
+        self.embedder = embedder
+        self._mirrors = Mirrors(self.conn, lambda: self.embedder.dim)
+        if not rebind:
+            self._bind_embedder()
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A consistent read: every query on ``conn`` inside, and the vector mirrors,
+        see one commit, whatever other processes write or forget meanwhile. Re-entrant;
+        inside a write transaction it reads that transaction's view."""
+        return self._mirrors.snapshot()
+
+    def mirrors(self) -> MirrorView:
+        """Both vector mirrors as of one commit: the current snapshot's, or the newest."""
+        return self._mirrors.view()
+
+    def speaker_names_hint(self) -> list[str]:
+        """The speakers of the turn mirror loaded last, without reading the store: a
+        hint that may lack speakers written since (empty before the first load)."""
+        last = self._mirrors.last()
+        return list(last.turn.names) if last is not None else []
+
+    def mirror(self, table: str) -> VectorMirror:
+        """The in-memory mirror of the ``cue`` or ``turn`` vectors (see :meth:`mirrors`)."""
+        view = self.mirrors()
+        return view.turn if table == "turn" else view.cue
+
+    def turn_mirror(self) -> TurnMirror:
+        return self.mirrors().turn
+
+    @property
+    def params(self) -> RetrievalParams:
+        return self.settings.retrieval
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- embedder binding -------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _bind_embedder(self) -> None:
+        stored = self.meta("embedder_id")
+        if stored is None:
+            with db.transaction(self.conn):
+                if self.meta("embedder_id") is None:
+                    db.create_vector_tables(self.conn, self.embedder.dim)
+                    self._set_embedder_meta()
+            return
+        if stored != self.embedder.model_id or int(self.meta("embedder_dim") or 0) != self.embedder.dim:
+            raise EmbedderMismatch(
+                f"{self.path} holds vectors of embedder {stored!r} ({self.meta('embedder_dim')}-d); "
+                f"it was opened with {self.embedder.model_id!r} ({self.embedder.dim}-d). "
+                "Open it with the original embedder, or run `localmem reindex` to re-embed "
+                "everything with the new one."
+            )
+
+    def _set_embedder_meta(self) -> None:
+        for key, value in (("embedder_id", self.embedder.model_id), ("embedder_dim", str(self.embedder.dim))):
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Re-embed every turn and cue with this store's embedder (after a model change)."""
+        turns = self.conn.execute("SELECT t.id, t.speaker, t.text, t.ts FROM turns t ORDER BY t.id").fetchall()
+        statement: dict[int, list[tuple[int, int, int]]] = {}
+        for cid, tid, a, b in self.conn.execute(
+            "SELECT id, turn_id, span_start, span_end FROM cues WHERE kind = 'statement' ORDER BY id"
+        ):
+            statement.setdefault(int(tid), []).append((int(cid), int(a), int(b)))
+        tv, per_turn = self._turn_vectors(
+            [(sp, text, ts, [(a, b) for _c, a, b in statement.get(int(tid), [])]) for tid, sp, text, ts in turns]
+        )
+        cue_ids = [c for tid, *_ in turns for c, _a, _b in statement.get(int(tid), [])]
+        cue_vecs = [v for vs in per_turn for v in vs]
+        if progress:
+            progress(len(turns))
+        # Model-extracted cues are embedded on their own, as enrichment does.
+        extracted = self.conn.execute(
+            "SELECT c.id, t.speaker, c.text, t.ts FROM cues c JOIN turns t ON t.id = c.turn_id "
+            "WHERE c.kind != 'statement' ORDER BY c.id"
+        ).fetchall()
+        cue_ids += [int(r[0]) for r in extracted]
+        if extracted:
+            cue_vecs += list(self.embedder.embed([turn_doc(s, x, ts) for _, s, x, ts in extracted]))
+        cv = np.array(cue_vecs, dtype=np.float32).reshape(len(cue_ids), self.embedder.dim)
+
+        def swap() -> None:
+            with db.transaction(self.conn):
+                db.drop_vector_tables(self.conn)
+                db.create_vector_tables(self.conn, self.embedder.dim)
+                self._set_embedder_meta()
+                self._insert_vectors("turn_vec", "turn_id", [r[0] for r in turns], tv)
+                self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)
+
+        self.retrying(swap)
+        self._mirrors.clear()  # same ids, new vectors: mirrors must be rebuilt
+        return len(turns)
+
+    def _insert_vectors(self, table: str, col: str, ids: Sequence[int], vecs: np.ndarray) -> None:
+        self.conn.executemany(
+            f"INSERT INTO {table}({col}, embedding) VALUES (?, ?)",
+            [(i, v.astype(np.float32).tobytes()) for i, v in zip(ids, vecs, strict=True)],
+        )
+
+    # -- write path -------------------------------------------------------------------
+
+    def retrying(self, fn: Callable[[], R]) -> R:
+        """Run the write ``fn`` as ``patience`` says when another process holds the lock."""
+        return fn() if self.patience is None else self.patience(fn)
+
+    def write(
+        self,
+        turns: Sequence[TurnIn] | SessionIn,
+        session: str | None = None,
+        *,
+        source: str = "api",
+        started_at: str | None = None,
+        origin: str | None = None,
+    ) -> WriteResult:
+        """Store turns (and their statement cues, vectors, temporal and semantic edges)
+        in one transaction. Returns the id of every turn given, new or already stored.
+        ``origin``: the device the turns were folded from (None: made here), journaled."""
+        if isinstance(turns, SessionIn):
+            sess = turns
+        else:
+            sess = SessionIn(key=session or "default", turns=tuple(turns), started_at=started_at, source=source)
+        return self.write_sessions([sess], origin=origin)[0]
+
+    def write_sessions(
+        self, sessions: Iterable[SessionIn], progress: Progress | None = None, *, origin: str | None = None
+    ) -> list[WriteResult]:
+        """Write several sessions in ONE transaction (ingest batches use this)."""
+        staged = self._stage(sessions)
+        # Embed outside the transaction: model time must not hold the write lock.
+        results = self._commit(staged, self._embed(staged.fresh), origin)
+        if progress:
+            progress(staged.turns)
+        return results
+
+    def write_stream(
+        self, batches: Iterable[tuple[Sequence[SessionIn], T]], *, origin: str | None = None
+    ) -> Iterator[tuple[list[WriteResult], T]]:
+        """Write ``(sessions, tag)`` batches, each in its own transaction as
+        ``write_sessions`` would, embedding batch k+1 on a worker thread while batch k
+        commits. Yields ``(results, tag)`` after each commit, in order; a failure in
+        batch k leaves the batches before it committed (and yielded), nothing of k."""
+        for results, (_sessions, tag) in pipelined(
+            batches, lambda b: self._stage(b[0]), lambda st: self._embed(st.fresh), partial(self._commit, origin=origin)
+        ):
+            yield results, tag
+
+    def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
+        # forget wins: a hash in the forget set is not written again (docs/sync.md)
+        sessions = list(sessions)
+        known = injections.known(self.conn, injected_candidates(sessions))  # memory a hook injected
+        staged = [(s, prepare_all(s, self.settings.ingest.redact, known)) for s in sessions]
+        prepared = forgets.drop_forgotten(self.conn, staged)
+        stored = self._known_hashes([p.hash for _, ps in prepared for p in ps])
+        fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in stored}
+        return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
+
+    def _commit(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
+        if not staged.sessions:
+            return []
+
+        def commit() -> list[WriteResult]:
+            results: list[WriteResult] = []
+            new_ids: list[int] = []
+            with db.transaction(self.conn):
+                for sess, ps in staged.sessions:
+                    sid = self._session_id(sess, ps, origin)
+                    ids: list[int] = []
+                    new = 0
+                    next_ord = self._next_ord(sid)
+                    for p in ps:
+                        existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
+                        if existing is not None:
+                            ids.append(int(existing[0]))
+                            continue
+                        if p.hash not in vectors:
+                            # Deleted by another process since we looked: rare enough to
+                            # embed here rather than restart the batch.
+                            vectors.update(self._embed([p]))
+                        tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash], origin)
+                        next_ord += 1
+                        ids.append(tid)
+                        new_ids.append(tid)
+                        new += 1
+                    results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
+                if new_ids:
+                    link_semantic(self.conn, self.mirrors(), new_ids, self.params.semantic_k)
+            return results
+
+        return self.retrying(commit)
+
+    def _known_hashes(self, hashes: list[str]) -> set[str]:
+        return {str(r[0]) for r in rows_in(self.conn, "SELECT hash FROM turns WHERE hash IN ({marks})", hashes)}
+
+    def _embed(self, fresh: list[Prepared]) -> Vectors:
+        tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])
+        return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
+
+    def _turn_vectors(self, turns: Sequence[TurnSpec]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Vectors of turns and of their statement cues (``vectorize.turn_vectors``)."""
+        return turn_vectors(self.embedder, self.params.cue_vectors, turns)
+
+    def _session_id(self, sess: SessionIn, ps: list[Prepared], origin: str | None) -> int:
+        started = sess.started_at
+        if started:
+            try:
+                started = parse_time(started)
+            except ValueError as exc:
+                raise InputError(f"session {sess.key!r}: {exc}") from exc
+        else:
+            started = next((p.ts for p in ps if p.ts), None)
+        redact = self.settings.ingest.redact
+        write = changes.SessionWrite(sess.source, sess.key, title(sess, redact), started, *session_fields(sess, redact))
+        return changes.add_session(self.conn, write, origin=origin)
+
+    def _next_ord(self, session_id: int) -> int:
+        row = self.conn.one("SELECT coalesce(max(ord), -1) + 1 FROM turns WHERE session_id = ?", (session_id,))
+        return int(row[0])
+
+    def _insert_turn(
+        self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray, origin: str | None
+    ) -> int:
+        t = p.turn
+        write = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
+        tid = changes.add_turn(self.conn, write, origin=origin)
+        self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
+        enqueue(self.conn, EXTRACT, (tid,))
+        self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
+        for (s, e), vec in zip(p.spans, cvecs, strict=True):
+            cue_text = t.text[s:e]
+            row = self.conn.execute(
+                "INSERT INTO cues(turn_id, kind, text, span_start, span_end) VALUES (?, 'statement', ?, ?, ?) "
+                "ON CONFLICT DO NOTHING RETURNING id",
+                (tid, cue_text, s, e),
+            ).fetchone()
+            if row is None:  # the same sentence twice in one turn
+                continue
+            cid = int(row[0])
+            self.conn.execute(
+                "INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(t.speaker, cue_text, p.ts))
+            )
+            self.conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.tobytes()))
+        w = self.params.temporal_window
+        self.conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, kind, weight) "
+            "SELECT id, ?, 'temporal', 1.0 / (? - ord) FROM turns WHERE session_id = ? AND ord BETWEEN ? AND ?",
+            (tid, ord_, sid, ord_ - w, ord_ - 1),
+        )
+        return tid
+
+    # -- forget and stats -------------------------------------------------------------
+
+    def forget(
+        self,
+        turn_ids: Sequence[int] = (),
+        session: str | None = None,
+        before: str | None = None,
+        source: str | None = None,
+        *,
+        origin: str | None = None,
+    ) -> int:
+        """Delete turns (and, by cascade, their cues, edges, vectors, index rows), each
+        journaled as forgotten (``origin``: the device the forget was folded from)."""
+        clauses: list[str] = []
+        args: list[Any] = []
+        if turn_ids:
+            if out := [i for i in turn_ids if not -(2**63) <= int(i) < 2**63]:
+                raise InputError(f"turn id {out[0]} is out of range (no turn has it)")
+            clauses.append(f"id IN ({marks(len(turn_ids))})")
+            args.extend(int(i) for i in turn_ids)
+        if session is not None:
+            clauses.append("session_id IN (SELECT id FROM sessions WHERE key = ? AND (? IS NULL OR source = ?))")
+            args.extend([session, source, source])
+        if before is not None:
+            try:
+                args.append(parse_time(before))
+            except (ValueError, OverflowError, OSError) as exc:
+                raise InputError(f"the time to forget before ({before!r}) is not a date or time: {exc}") from exc
+            clauses.append("ts < ?")
+        if not clauses:
+            raise InputError("forget needs turn ids, a session, or a time to forget before")
+
+        def delete() -> int:
+            with db.transaction(self.conn):
+                found = self.conn.execute(f"SELECT hash FROM turns WHERE {' OR '.join(clauses)}", args).fetchall()
+                return changes.forget(self.conn, [str(r[0]) for r in found], origin=origin)
+
+        return self.retrying(delete)
+
+    def stats(self) -> dict[str, Any]:
+        def one(sql: str) -> int:
+            row = self.conn.execute(sql).fetchone()
+            return int(row[0]) if row and row[0] is not None else 0
+
+        cue_kinds: dict[str, int] = dict(self.conn.execute("SELECT kind, count(*) FROM cues GROUP BY kind").fetchall())
+        edge_kinds: dict[str, int] = dict(
+            self.conn.execute("SELECT kind, count(*) FROM edges GROUP BY kind").fetchall()
+        )
+        size = self.path.stat().st_size if self.path.is_file() else 0
+        wal = Path(str(self.path) + "-wal")
+        return {
+            "db": str(self.path),
+            "schema_version": db.user_version(self.conn),
+            "embedder": self.meta("embedder_id"),
+            "embedder_dim": int(self.meta("embedder_dim") or 0),
+            "sessions": one("SELECT count(*) FROM sessions"),
+            "turns": one("SELECT count(*) FROM turns"),
+            "cues": {k: cue_kinds.get(k, 0) for k in ("statement", "triple", "keyword", "fact")},
+            "edges": {k: edge_kinds.get(k, 0) for k in ("temporal", "semantic", "antecedent")},
+            "tags": one("SELECT count(*) FROM tags"),
+            "topics": one("SELECT count(*) FROM topics WHERE kind = 'session'"),
+            "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
+            "jobs_pending": one("SELECT count(*) FROM jobs WHERE state = 'pending'"),
+            "first_turn": self.conn.one("SELECT min(ts) FROM turns")[0],
+            "last_turn": self.conn.one("SELECT max(ts) FROM turns")[0],
+            "bytes": size + (wal.stat().st_size if wal.is_file() else 0),
+        }

@@ -1,0 +1,61 @@
+"""``bench fit`` end to end on real stores (HashEmbedder): LoCoMo conversations, the
+LongMemEval questions per haystack and the same questions asked of one merged store."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from localmem.bench import fit
+from localmem.config import load_settings
+from tests.helpers.benchdata import locomo_doc, merged_items
+from tests.helpers.cli import run as run_cli
+from tests.helpers.fakes import HashEmbedder
+
+
+def _locomo(tmp_path: Path) -> Path:
+    a = locomo_doc()[0]
+    a["qa"] = [
+        {"question": "What is the name of Ann's puppy?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did Rex learn?", "answer": "sit", "evidence": ["D2:1"], "category": 4},
+    ]
+    b = copy.deepcopy(a)
+    b["sample_id"] = "conv-y"
+    path = tmp_path / "lo.json"
+    path.write_text(json.dumps([a, b]), "utf-8")
+    return path
+
+
+def test_fit_reports_the_merged_store_as_its_own_data_set(tmp_path: Path) -> None:
+    lme = tmp_path / "lme.json"
+    lme.write_text(json.dumps(merged_items()), "utf-8")
+    # qc sees nothing in its own store (its one session is dated after it): no pool there.
+    result = fit.run(
+        _locomo(tmp_path), [1000], tmp_path / "w", HashEmbedder(), load_settings(),
+        lme=lme, lme_workdir=tmp_path / "h", merged_workdir=tmp_path / "m",
+    )  # fmt: skip
+    assert result["questions"] == {"locomo": 4, "longmemeval": 2, "longmemeval-merged": 3}
+    assert (tmp_path / "m" / "lme-merged.db").is_file()
+    merged = {r["weights"]: r for r in result["rows"]["longmemeval-merged"]}
+    assert set(merged) == {"shipped", "held-out", "in-sample"}
+    # qa and qb find their evidence in the 5-turn store; qc's is dated after its question.
+    assert merged["shipped"]["single-session-user"] == 100.0 and merged["shipped"]["knowledge-update"] == 0.0
+    # The merged questions share their per-haystack folds: no extra fold weights.
+    assert sorted(k for k in result["fold_weights"] if k.startswith("lme")) == [f"lme-fold-{i}" for i in range(3)]
+    assert "longmemeval-merged evidence recall" in fit.table(result)
+
+
+def test_fit_merged_needs_lme(tmp_path: Path) -> None:
+    proc = run_cli("bench", "fit", "--data", str(_locomo(tmp_path)), "--merged", str(tmp_path / "m"), check=False)
+    assert proc.returncode == 3 and "--merged" in proc.stderr and "--lme" in proc.stderr
+
+
+@pytest.mark.parametrize(("visible", "want"), [(500, 30), (3000, 30), (12000, 60), (10**6, 120)])
+def test_depth_grows_with_the_visible_store_and_is_bounded(visible: int, want: int) -> None:
+    from localmem.retrieval.pool import depth
+
+    assert depth(30, 3000, visible) == want
+    assert depth(30, 0, visible) == 30
