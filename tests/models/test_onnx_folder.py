@@ -13,25 +13,17 @@ import pytest
 
 from localmem.errors import ConfigError, EmbedderMismatch
 from localmem.models import onnx_folder
-from localmem.models.embedding import OnnxMiniLM, _packaged_onnx, minilm_tokenizer
+from localmem.models.embedding import OnnxMiniLM
 from localmem.models.registry import default_embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.write.store import Store
+from tests.helpers.embedders import make_folder
 
 TEXTS = [
     "I adopted a golden retriever named Max last spring.",
     "What breed is my dog?",
     "We moved to Lisbon in May. The flat has a balcony! It faces the river.",
 ]
-
-
-def make_folder(where: Path, name: str = "packaged-copy", model: Path | None = None) -> Path:
-    where.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(model or _packaged_onnx(), where / "model.onnx")
-    minilm_tokenizer().save(str(where / "tokenizer.json"))
-    config = {"format": onnx_folder.FORMAT, "name": name, "dim": 384, "max_tokens": 256, "pooling": "mean"}
-    (where / "embedder.json").write_text(json.dumps(config), "utf-8")
-    return where
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from localmem.bench import fit
 from localmem.config import load_settings
-from tests.conftest import HashEmbedder
-
-from .test_corpus_pairs import ITEMS
+from tests.helpers.fakes import HashEmbedder
+from tests.helpers.traindata import ITEMS
 
 
 def _locomo(tmp_path: Path) -> Path:

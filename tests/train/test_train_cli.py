@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ..models.test_onnx_folder import make_folder
-from .test_corpus_pairs import ITEMS
+from tests.helpers.embedders import make_folder
+from tests.helpers.traindata import ITEMS
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
