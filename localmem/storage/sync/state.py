@@ -73,8 +73,10 @@ def create_device(conn: Conn, device: str) -> DeviceState:
 
 
 def save_export(conn: Conn, exported_seq: int, next_segment: int, hlc: int) -> None:
+    """Move the export position forward (never back: another process may have moved it)."""
     conn.execute(
-        "UPDATE sync_device SET exported_seq = ?, next_segment = ?, hlc = max(hlc, ?) WHERE id = 1",
+        "UPDATE sync_device SET exported_seq = max(exported_seq, ?), next_segment = max(next_segment, ?), "
+        "hlc = max(hlc, ?) WHERE id = 1",
         (exported_seq, next_segment, hlc),
     )
 
