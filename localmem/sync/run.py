@@ -19,8 +19,9 @@ from localmem.storage.sync import log as sync_log
 from localmem.storage.sync import state as sync_state
 from localmem.storage.write import forgets
 from localmem.storage.write.store import Store
-from localmem.sync.export import Exported, device_of, export, own_numbers
+from localmem.sync.export import Exported, device_of, export
 from localmem.sync.fold import Folded, fold
+from localmem.sync.folder import Folder
 from localmem.sync.keys import Keyring
 
 PLAINTEXT_WARNING = (
@@ -86,11 +87,8 @@ def status(store: Store, root: Path | None) -> dict[str, Any]:
     yet), bytes, and every refused or incomplete segment with its reason."""
     me = device_of(store)
     logs = {d.device: d for d in sync_log.device_logs(store.conn)}
-    seen: dict[str, list[int]] = {}
-    if root is not None and root.is_dir():
-        for p in root.iterdir():
-            if p.is_dir() and not p.name.startswith("."):
-                seen[p.name] = own_numbers(p)
+    folder = Folder(root) if root is not None else None
+    seen = {d: folder.numbers(d) for d in folder.devices()} if folder is not None else {}
     devices = []
     for device in sorted(set(logs) | set(seen)):
         log = logs.get(device)
