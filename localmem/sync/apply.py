@@ -20,6 +20,8 @@ one door (``storage.changes``) with ``origin=<device>`` in one transaction.
   whatever order they arrive in.
 - Topics: last writer wins per topic key by hybrid-clock stamp; an older change to a
   topic than the one applied is skipped (whole), a removal is a change like any other.
+  A topic keeps the time it was updated on its device (``updated_at``; for a change
+  journaled before that was carried, the time of the change).
 
 The rules that depend on what the store holds at the moment of writing (forgotten, not
 arrived yet, an older topic stamp, a cue another model made) are conditional writes in
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from localmem.records import SessionIn, TurnIn
@@ -149,9 +152,16 @@ def _derived(c: dict[str, Any]) -> Derived:
         kind=str(d["kind"]),
         label=str(d["label"]),
         summary=str(d.get("summary") or ""),
-        updated_at=str(c.get("updated_at") or ""),
+        updated_at=str(d.get("updated_at") or _iso(c.get("at"))),
         add=tuple(str(h) for h in d.get("add", [])),
         remove=tuple(str(h) for h in d.get("remove", [])),
         topics=tuple(str(k) for k in d.get("topics", [])),
     )
     return Derived(kind, raw, model, needs=topic.add, topic=topic)
+
+
+def _iso(at: Any) -> str:
+    """A change's time (seconds since the epoch) as topics store theirs (``now_iso``)."""
+    if not isinstance(at, int | float):
+        return ""
+    return datetime.fromtimestamp(float(at), UTC).replace(tzinfo=None).isoformat(timespec="milliseconds")
