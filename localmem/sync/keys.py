@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import ConfigError
+from localmem.storage.engine.keys import read_age_identities, read_key_file
 from localmem.sync.errors import Refused
 
 
@@ -78,25 +79,18 @@ class Keyring:
 def load_keyring(
     passphrase_file: Path | None, identity_files: list[Path], recipients: list[str], env_passphrase: str | None
 ) -> Keyring:
-    """The keyring the command line asks for; a file that cannot be read is a ``ConfigError``."""
+    """The keyring the command line asks for. Key files are read by the one reader
+    (``storage.engine.keys``): a file that is missing, empty or readable by others
+    (not ``chmod 600``) is a ``ConfigError``."""
     passphrase = env_passphrase or None
     if passphrase_file is not None:
-        passphrase = _read(passphrase_file).strip("\r\n") or None
-        if passphrase is None:
-            raise ConfigError(f"{passphrase_file}: the passphrase file is empty")
+        passphrase = read_key_file(passphrase_file)
     identities: list[str] = []
     for f in identity_files:
-        found = [ln.strip() for ln in _read(f).splitlines() if ln.strip().startswith("AGE-SECRET-KEY-")]
-        if not found:
-            raise ConfigError(f"{f}: no AGE-SECRET-KEY-1… line (make one with age-keygen)")
+        found = read_age_identities(f)
+        if any(not i.startswith("AGE-SECRET-KEY-") for i in found):
+            raise ConfigError(f"{f}: sync takes age identities (age-keygen), not ssh keys")
         identities += found
     if passphrase and (identities or recipients):
         raise ConfigError("give a passphrase or identities/recipients, not both")
     return Keyring(passphrase, tuple(identities), tuple(recipients))
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the key file ({exc.strerror or exc})") from None

@@ -69,7 +69,8 @@ def file_state(path: str | Path) -> State:
 
 def read_key_file(path: str | Path) -> str:
     """The key in ``path`` (one trailing newline dropped), refusing a file that group or
-    others may read or write (``chmod 600``)."""
+    others may read or write (``chmod 600``). Every key file localmem reads comes through
+    here: the store's key, sync's passphrase and identities, age identities."""
     p = Path(path)
     try:
         mode = p.stat().st_mode
@@ -89,6 +90,22 @@ def read_key_file(path: str | Path) -> str:
     if not key:
         raise ConfigError(f"key file {p} is empty")
     return key
+
+
+def read_age_identities(path: str | Path) -> list[str]:
+    """The age identities in a key file, with ``read_key_file``'s checks (mode 600 among
+    them): the whole text of an OpenSSH private key (one identity), else every
+    ``AGE-SECRET-KEY-1…`` line. The one reader of age identities: sync's ``--identity``,
+    and export, backup and restore's ``--age-identity`` / ``$LOCALMEM_AGE_IDENTITY``."""
+    text = read_key_file(path)
+    if "PRIVATE KEY-----" in text:
+        return [text]
+    found = [line.strip() for line in text.splitlines() if line.strip().startswith("AGE-SECRET-KEY-")]
+    if not found:
+        raise ConfigError(
+            f"key file {path}: no AGE-SECRET-KEY-1… line (an age identity file: make one with age-keygen)"
+        )
+    return found
 
 
 def resolve_key(store: str | Path | None = None, *, keyring: bool = True) -> str | None:
