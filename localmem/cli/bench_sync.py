@@ -1,6 +1,7 @@
 """``localmem bench sync``: three devices over real Syncthing daemons (converge time,
-bytes per turn, identical stores), and ``--join N``: a new device folding an N-turn history
-against a plain ingest. Table to stdout; ``--json`` adds the result as one JSON line."""
+bytes per turn, identical stores), ``--join N``: a new device folding an N-turn history
+against a plain ingest, and ``--walk``: one pass profiled room by room. Table to stdout;
+``--json`` adds the result as one JSON line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import sync_bench, sync_join
+from localmem.bench import sync_bench, sync_join, sync_walk
 from localmem.bench.preamble import working_folder
 from localmem.config import Settings
 
@@ -25,7 +26,12 @@ def add_sync_bench_parser(bsub: Any) -> None:
     c.add_argument("--turns", type=int, default=300, help="turns written in all by the three devices (default 300)")
     c.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for convergence (default 300)")
     c.add_argument("--join", type=int, default=0, help="also time a new device folding an N-turn history (0: skip)")
-    c.add_argument("--no-syncthing", action="store_true", help="only the --join measurement")
+    c.add_argument("--no-syncthing", action="store_true", help="only the --join (or --walk) measurement")
+    c.add_argument(
+        "--walk",
+        action="store_true",
+        help="also profile one `localmem sync` pass between two devices: rooms visited, steps back up, transactions",
+    )
     c.add_argument("--workdir", type=Path, help="keep daemons' homes, folders and stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=cmd_bench_sync)
@@ -65,5 +71,13 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(
             f"join {j['turns']} turns: plain ingest {j['ingest_turns_per_s']} turns/s; fold {j['fold_turns_per_s']} turns/s "
             f"({j['fold_embedding_s']} s of {j['fold_s']} s embedding); identical: {j['identical']}"
+        )
+    if args.walk:
+        out["walk"] = sync_walk.run(work / "walk")
+        w = out["walk"]
+        print(
+            f"one sync pass: {w['rooms']} rooms, {w['steps_back_up']} steps back up "
+            f"({w['steps_back_up_into_sync']} into localmem.sync), {w['returns']} returns; "
+            f"write transactions opened by {w['transactions_opened_by']}"
         )
     return out
