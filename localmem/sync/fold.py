@@ -9,8 +9,8 @@ Invariants:
   folds again next time;
 - segments fold in number order per device, but nothing depends on it: gaps (a segment
   still on its way) and late arrivals fold whenever they come (merge rules in apply.py);
-- this device's own segments are recorded when written, so they are never folded back;
-  one in its folder that this store has no record of (it was restored from an older
+- this device's own segments are recorded when written (``sync_own``), so they are never
+  folded back, even rewritten; one in its folder that this store has no record of (it was restored from an older
   backup) is folded like another device's, so nothing it wrote before the restore is lost.
 """
 
@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localmem.storage.sync import folding
+from localmem.storage.sync import exporting, folding
 from localmem.storage.sync import log as sync_log
 from localmem.storage.sync import state as sync_state
 from localmem.storage.write import forgets
@@ -29,7 +29,7 @@ from localmem.sync import apply, segment
 from localmem.sync.apply import Applied
 from localmem.sync.errors import Incomplete, Refused
 from localmem.sync.export import device_of
-from localmem.sync.folder import Folder, SegmentFile
+from localmem.sync.folder import Folder, SegmentFile, segment_name
 from localmem.sync.hlc import HybridClock
 from localmem.sync.keys import Keyring
 
@@ -46,17 +46,20 @@ class Folded:
 
 def fold(store: Store, root: Path, keys: Keyring) -> Folded:
     out = Folded()
-    device_of(store)
+    me = device_of(store).device
     folder = Folder(root)
     for device in folder.devices():
-        _fold_device(store, folder, device, keys, out)
+        mine = {segment_name(s.number) for s in exporting.own_segments(store)} if device == me else set()
+        _fold_device(store, folder, device, keys, out, mine)
     _retry_pending(store, out)
     return out
 
 
-def _fold_device(store: Store, folder: Folder, device: str, keys: Keyring, out: Folded) -> None:
+def _fold_device(store: Store, folder: Folder, device: str, keys: Keyring, out: Folded, mine: set[str]) -> None:
     files = folder.segments(device)
     for f in files:
+        if f.name in mine:
+            continue  # written by this store (perhaps rewritten since its last record): never folded back
         data = folder.read(f)
         if data is None:
             continue  # renamed or removed by the sync tool meanwhile

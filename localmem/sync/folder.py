@@ -11,9 +11,11 @@ temporary files are ``.NNNNNNNN.seg.tmp-PID``.
 Invariants:
 - a file is written under a temporary name, fsynced, renamed into place and the folder
   fsynced, so a reader never sees a name over a half-written file this device made;
-- ``put`` never writes over an existing name: segments are immutable once named;
-- a device writes only into its own folder; the only files it removes there are its own
-  temporary files (a kill mid-write), never another device's.
+- ``put`` never writes over an existing name; only ``replace`` does, which a device uses
+  on its own segments when what they must hold changed (a key change, a forget);
+- a device writes only into its own folder; the files it removes there are its own
+  temporary files (a kill mid-write) and segments it wrote again under new numbers,
+  never another device's, never a sync tool's copy.
 """
 
 from __future__ import annotations
@@ -56,12 +58,13 @@ class SegmentFile:
     path: Path
 
 
-def put(folder: Path, n: int, data: bytes) -> Path:
+def put(folder: Path, n: int, data: bytes, *, replace: bool = False) -> Path:
     """Write ``data`` as segment ``n`` into ``folder`` atomically (temp name, fsync,
-    rename, fsync the folder); refuses to replace an existing segment."""
+    rename, fsync the folder); refuses to replace an existing segment unless ``replace``
+    (this device rewriting its own, after a key change or a forget)."""
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / segment_name(n)
-    if final.exists():
+    if final.exists() and not replace:
         raise SegmentExists(f"{final} exists already; segments are never rewritten")
     tmp = folder / f".{n:08d}.seg.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -123,6 +126,19 @@ class Folder:
 
     def put(self, device: str, n: int, data: bytes) -> Path:
         return put(self.root / device, n, data)
+
+    def replace(self, device: str, n: int, data: bytes) -> Path:
+        """Rewrite this device's segment ``n`` atomically: a reader sees the old bytes or
+        the new, never a mix."""
+        return put(self.root / device, n, data, replace=True)
+
+    def remove(self, device: str, n: int) -> bool:
+        """Remove this device's segment ``n`` (its own name only: a sync tool's copies
+        stay); True if it was there."""
+        path = self.root / device / segment_name(n)
+        existed = path.exists()
+        path.unlink(missing_ok=True)
+        return existed
 
     def remove_temps(self, device: str) -> int:
         """Remove our temporary files left by a kill mid-write (never a segment; only this

@@ -12,6 +12,7 @@ so a plaintext sync needs no extra package (``pip install 'localmem[sync]'`` bri
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from typing import Any
 from localmem.errors import ConfigError
 from localmem.storage.engine.keys import read_age_identities, read_key_file
 from localmem.sync.errors import Refused
+
+_CHECK = b"localmem sync key check 1"
+_MATCHED: dict[tuple[bytes, bytes], bool] = {}  # (check, passphrase) digests -> matched, this process
 
 
 def _pyrage() -> Any:
@@ -47,6 +51,44 @@ class Keyring:
         if self.identities or self.recipients:
             return f"age ({len(self.identities)} identities, {len(self.recipients)} extra recipients)"
         return "none (plaintext)"
+
+    @property
+    def sealed(self) -> str:
+        """How a segment body is kept under this keyring: ``age`` or ``plain``."""
+        return "age" if self.encrypts else "plain"
+
+    def check(self) -> bytes:
+        """A record of this keyring that says whether a later one is the same, without
+        holding the key: ``plain``; for identities and recipients the sha256 of the
+        public keys segments go to; for a passphrase a short text age-encrypted with it."""
+        if not self.encrypts:
+            return b"plain"
+        if not self.passphrase:
+            return b"x25519:" + hashlib.sha256("\n".join(sorted(self._recipient_keys())).encode()).hexdigest().encode()
+        return b"scrypt:" + self.encrypt(_CHECK)
+
+    def matches(self, check: bytes) -> bool:
+        """Whether ``check`` (from ``check()``) was made by the same keys as this keyring
+        (a passphrase costs one scrypt, once per process)."""
+        if not check.startswith(b"scrypt:") or not self.passphrase:
+            return check == self.check()
+        memo = (hashlib.sha256(check).digest(), hashlib.sha256(self.passphrase.encode()).digest())
+        if memo not in _MATCHED:
+            try:
+                _MATCHED[memo] = (
+                    bytes(_pyrage().passphrase.decrypt(check[len(b"scrypt:") :], self.passphrase)) == _CHECK
+                )
+            except _pyrage().DecryptError:
+                _MATCHED[memo] = False
+        return _MATCHED[memo]
+
+    def _recipient_keys(self) -> list[str]:
+        pyrage = _pyrage()
+        try:
+            own = [str(pyrage.x25519.Identity.from_str(i).to_public()) for i in self.identities]
+        except (pyrage.IdentityError, ValueError) as exc:
+            raise ConfigError(f"a sync key is not a valid age identity: {exc}") from None
+        return own + list(self.recipients)
 
     def encrypt(self, data: bytes) -> bytes:
         pyrage = _pyrage()

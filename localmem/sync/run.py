@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from localmem.storage.sync import exporting
 from localmem.storage.sync import log as sync_log
-from localmem.storage.sync import state as sync_state
 from localmem.storage.write import forgets
 from localmem.storage.write.store import Store
+from localmem.sync import rewrite
 from localmem.sync.export import Exported, device_of, export
 from localmem.sync.fold import Folded, fold
 from localmem.sync.folder import Folder
@@ -59,10 +60,21 @@ class Pass:
 
 
 def sync_once(store: Store, root: Path, keys: Keyring) -> Pass:
+    """One pass: note a key change, fold the others' segments (so a tombstone learnt here
+    keeps forgotten content out of what this device writes next), export this device's
+    changes, then write again its own segments that a key change or a forget made stale."""
     t0 = time.perf_counter()
-    exported = export(store, root, keys)
+    folder = Folder(root)
+    folder.require()
+    me = device_of(store)
+    epoch = rewrite.key_epoch(store, keys)
     folded = fold(store, root, keys)
-    return Pass(device_of(store).device, exported, folded, time.perf_counter() - t0)
+    exported = Exported()
+    rewrite.adopt_legacy(store, folder, me, keys, exported)
+    new = export(store, root, keys)
+    exported.segments, exported.changes, exported.bytes = new.segments, new.changes, new.bytes
+    rewrite.rewrite_own(store, folder, me.device, keys, epoch.epoch, exported)
+    return Pass(me.device, exported, folded, time.perf_counter() - t0)
 
 
 def watch(
@@ -110,7 +122,7 @@ def status(store: Store, root: Path | None) -> dict[str, Any]:
     return {
         "device": me.device,
         "next_segment": me.next_segment,
-        "unexported_changes": max(0, sync_state.newest_seq(store.conn) - me.exported_seq),
+        "unexported_changes": exporting.unexported(store, me.exported_seq),
         "devices": devices,
         "refused": [asdict(r) for r in sync_log.refused(store.conn)],
         "pending_derived": sync_log.pending_count(store.conn),

@@ -35,8 +35,8 @@ from localmem.sync.keys import Keyring
 
 # ``segment_number`` and ``SyncError`` are named here too: a segment's number is read
 # from its name, and ``write`` refuses an existing one with ``SyncError``.
-__all__ = ["FORMAT_VERSION", "Header", "Segment", "SyncError", "decode", "encode", "file_sha256", "segment_number"]
-__all__ += ["write"]
+__all__ = ["FORMAT_VERSION", "Header", "Segment", "SyncError", "decode", "encode", "file_sha256", "read_header"]
+__all__ += ["segment_number", "write"]
 
 FORMAT_VERSION = 1
 MAGIC = b"LMSEG/"
@@ -123,6 +123,18 @@ def peek_version(data: bytes) -> int:
         return int(data[len(MAGIC) : end])
     except ValueError:
         raise Refused("the format version is not a number") from None
+
+
+def read_header(data: bytes) -> Header:
+    """The header alone (it is never encrypted); ``Refused`` or ``Incomplete`` says why not."""
+    version = peek_version(data)
+    if version < 1 or version > FORMAT_VERSION:
+        raise Refused(f"format version {version} is not one this localmem reads")
+    first = data.index(b"\n") + 1
+    second = data.find(b"\n", first, first + _MAX_HEADER)
+    if second < 0:
+        raise Incomplete("the header has not fully arrived")
+    return _header(version, data[first:second])
 
 
 def decode(data: bytes, keys: Keyring, *, where: str = "segment") -> Segment:
