@@ -14,6 +14,8 @@ moment of writing, so they run here, inside the transaction, as conditional writ
 - a derived change whose turn has not arrived waits in ``sync_pending`` (its JSON as the
   segment held it), and ``commit_pending`` applies it when the turn comes;
 - a cue that the turn has already (another model made it) is merged, not added twice;
+- a session header only fills in a session that has turns here: a session exists only
+  with turns (the write path makes none without), so a forgotten one stays gone;
 - a topic change older than the one applied (hybrid-clock stamp) is skipped whole.
 
 Model calls (embedding new turns and folded cues) happen before the transaction opens;
@@ -124,8 +126,9 @@ def commit_segment(store: Store, f: FoldedFile, incoming: Incoming) -> Counts:
                 staged.sessions[:] = forgets.drop_forgotten(conn, staged.sessions)
             results = store.write_staged(staged, dict(vectors), f.device)
             out.turns += sum(r.new_turns for r in results)
-            for header in incoming.headers:
-                door.add_session(conn, header, origin=f.device)
+            for header in incoming.headers:  # fills a session in, never makes one without turns
+                if sync_state.session_exists(conn, header.source, header.key):
+                    door.add_session(conn, header, origin=f.device)
             _apply_derived(store, f.device, incoming.derived, cues, out)
             sync_log.record_folded(conn, f.device, f.number, f.sha256, f.name, f.changes, f.size, f.hlc_hi)
             sync_state.save_hlc(conn, f.hlc)

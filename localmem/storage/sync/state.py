@@ -122,6 +122,10 @@ def turn_payloads(conn: Conn, hashes: Sequence[str]) -> dict[str, dict[str, Any]
     return out
 
 
+def session_exists(conn: Conn, source: str, key: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE source = ? AND key = ?", (source, key)).fetchone() is not None
+
+
 # -- turns by hash, the forget set --------------------------------------------------------
 
 

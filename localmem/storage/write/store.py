@@ -199,10 +199,9 @@ class Store:
         """Store turns (and their statement cues, vectors, temporal and semantic edges)
         in one transaction. Returns the id of every turn given, new or already stored.
         ``origin``: the device the turns were folded from (None: made here), journaled."""
-        if isinstance(turns, SessionIn):
-            sess = turns
-        else:
-            sess = SessionIn(key=session or "default", turns=tuple(turns), started_at=started_at, source=source)
+        sess = (
+            turns if isinstance(turns, SessionIn) else SessionIn(session or "default", tuple(turns), started_at, source)
+        )
         return self.write_sessions([sess], origin=origin)[0]
 
     def write_sessions(
@@ -253,6 +252,9 @@ class Store:
         results: list[WriteResult] = []
         new_ids: list[int] = []
         for sess, ps in staged.sessions:
+            if not ps:  # no turn to store (none given, or all forgotten): no session, so a forgotten one stays gone
+                results.append(WriteResult(0, (), 0, 0))
+                continue
             sid = self._session_id(sess, ps, origin)
             ids: list[int] = []
             new = 0
