@@ -38,6 +38,7 @@ from localmem.models.registry import default_embedder
 from localmem.storage.engine import checkpoints
 from localmem.storage.engine.keys import cipher_name, is_encrypted
 from localmem.storage.reads import views
+from localmem.sync.run import health as sync_health
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -136,11 +137,29 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             raise Warn(f"{detail}; {model_line(settings.model or 'default', 'answer')}")
         return f"{detail}; {model_line(str(gen.path), 'answer')}"
 
+    def sync() -> str:
+        if not settings.db.exists():
+            return "this store has not synced"
+        with open_store(settings) as store:
+            found = sync_health(store)
+        if found is None:
+            return "this store has not synced"
+        refused = found["refused"]
+        line = (
+            f"device {found['device']}; {found['unexported_changes']} changes not exported yet; "
+            f"{len(found['incomplete'])} segments still arriving"
+        )
+        if refused:
+            why = "; ".join(f"{r['device']}/{r['name']}: {r['reason']}" for r in refused[:3])
+            raise Warn(f"{line}; {len(refused)} segments REFUSED (nothing of them is folded): {why}")
+        return line + "; none refused"
+
     checks = [
         _check("storage", sqlite),
         _check("embedder", embedder),
         _check("model", model),
         _check("database", database),
+        _check("sync", sync),
     ]
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]

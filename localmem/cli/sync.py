@@ -88,7 +88,15 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
         stop = threading.Event()
         try:
             with interrupts():
-                watch(store, root, keys, args.interval, stop, lambda p: _show(p, args.json))
+                watch(
+                    store,
+                    root,
+                    keys,
+                    args.interval,
+                    stop,
+                    lambda p: _show(p, args.json),
+                    lambda line: print(f"localmem sync: {line}", file=sys.stderr, flush=True),
+                )
         except KeyboardInterrupt:
             stop.set()
     return 0
@@ -105,6 +113,8 @@ def _show(done: Pass, as_json: bool) -> None:
         f"folded {f.segments} segments ({f.applied.turns} new turns, {f.applied.forgotten} forgotten, "
         f"{f.applied.derived} derived, {f.applied.pending} waiting for their turn) in {done.seconds:.2f} s"
     )
+    if e.rewritten or e.removed:
+        print(f"  wrote {e.rewritten} of its own segments again (a key change or a forget), removed {e.removed}")
     for reason in f.incomplete:
         print(f"  still arriving: {reason}")
     for reason in f.refused:
@@ -137,7 +147,9 @@ def add_background_flags(c: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def background(args: argparse.Namespace, settings: Settings) -> Iterator[None]:
-    """Run ``watch`` on a thread with its own store while the body runs (``--sync``)."""
+    """Run ``watch`` on a thread with its own store while the body runs (``--sync``). Its
+    log (stderr: the server's log) says when the folder is waited for, and every segment
+    refused or no longer refused, once each."""
     root: Path | None = getattr(args, "sync", None)
     if root is None:
         yield
@@ -146,13 +158,26 @@ def background(args: argparse.Namespace, settings: Settings) -> Iterator[None]:
     if not keys.encrypts:
         print(f"localmem: warning: {PLAINTEXT_WARNING.format(root=root)}", file=sys.stderr)
     stop = threading.Event()
+    told: set[str] = set()
+
+    def say(line: str) -> None:
+        print(f"localmem: sync: {line}", file=sys.stderr, flush=True)
+
+    def report(done: Pass) -> None:
+        refused = set(done.folded.refused)
+        for reason in sorted(refused - told):
+            say(f"refused {reason} (nothing of it is folded; `localmem sync status` lists it)")
+        for reason in sorted(told - refused):
+            say(f"no longer refused: {reason}")
+        told.clear()
+        told.update(refused)
 
     def loop() -> None:
         with open_patient(settings) as store:
             try:
-                watch(store, root, keys, args.sync_interval, stop)
+                watch(store, root, keys, args.sync_interval, stop, report, say)
             except LocalmemError as exc:
-                print(f"localmem: background sync stopped: {exc}", file=sys.stderr)
+                print(f"localmem: background sync stopped: {exc}", file=sys.stderr, flush=True)
 
     thread = threading.Thread(target=loop, name="localmem-sync", daemon=True)
     thread.start()

@@ -31,6 +31,10 @@ SEGMENT_NAME = re.compile(r"^(\d{8})(\.seg|[ .].*\.seg)$")
 _TMP = re.compile(r"^\.(\d{8})\.seg\.tmp-\d+$")
 
 
+class FolderMissing(SyncError):
+    """The sync folder does not exist (a sync tool may not have made it yet)."""
+
+
 class SegmentExists(SyncError):
     """``put`` found the name taken (another process of this device wrote it first)."""
 
@@ -92,7 +96,7 @@ class Folder:
 
     def require(self) -> None:
         if not self.root.is_dir():
-            raise SyncError(
+            raise FolderMissing(
                 f"{self.root}: the sync folder does not exist (make it, or point to the folder your sync tool carries)"
             )
 

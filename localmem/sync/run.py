@@ -22,7 +22,7 @@ from localmem.storage.write.store import Store
 from localmem.sync import rewrite
 from localmem.sync.export import Exported, device_of, export
 from localmem.sync.fold import Folded, fold
-from localmem.sync.folder import Folder
+from localmem.sync.folder import Folder, FolderMissing
 from localmem.sync.keys import Keyring
 
 PLAINTEXT_WARNING = (
@@ -84,14 +84,41 @@ def watch(
     interval: float,
     stop: threading.Event,
     report: Callable[[Pass], None] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> None:
     """Sync every ``interval`` seconds until ``stop`` is set (the sync tool moves files
-    on its own schedule, so polling the folder is as good as watching it)."""
+    on its own schedule, so polling the folder is as good as watching it). A folder that
+    does not exist (yet: the sync tool has not made it) is waited for: ``waiting`` is
+    told once, and the first pass runs when it appears."""
+    told = False
     while not stop.is_set():
-        done = sync_once(store, root, keys)
+        try:
+            done = sync_once(store, root, keys)
+        except FolderMissing as exc:
+            if not told and waiting is not None:
+                waiting(f"{exc}; waiting for it to appear")
+            told = True
+            stop.wait(interval)
+            continue
+        told = False
         if report is not None:
             report(done)
         stop.wait(interval)
+
+
+def health(store: Store) -> dict[str, Any] | None:
+    """What ``doctor`` says of sync: None for a store that never synced, else its device
+    id and every segment refused (with the reason) or still arriving."""
+    state = exporting.device_state(store)
+    if state is None:
+        return None
+    rows = sync_log.refused(store.conn)
+    return {
+        "device": state.device,
+        "refused": [asdict(r) for r in rows if not r.incomplete],
+        "incomplete": [asdict(r) for r in rows if r.incomplete],
+        "unexported_changes": exporting.unexported(store, state.exported_seq),
+    }
 
 
 def status(store: Store, root: Path | None) -> dict[str, Any]:

@@ -61,6 +61,11 @@ def device(store: Store, new_id: str) -> DeviceState:
     return store.retrying(make)
 
 
+def device_state(store: Store) -> DeviceState | None:
+    """This store's sync identity, or None when it never synced (nothing is made)."""
+    return sync_state.device_state(store.conn)
+
+
 def key_state(store: Store) -> KeyState:
     found = own_sql.key_state(store.conn)
     return found if found is not None else KeyState(0, None, 0, 0)
