@@ -15,10 +15,11 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, open_patient, print_json
 from localmem.config import Settings
 from localmem.errors import LocalmemError
+from localmem.storage.engine.keys import SYNC_PASSPHRASE_ENV
 from localmem.sync.keys import Keyring, load_keyring
 from localmem.sync.run import PLAINTEXT_WARNING, Pass, status, sync_once, watch
 
-PASSPHRASE_ENV = "LOCALMEM_SYNC_PASSPHRASE"
+PASSPHRASE_ENV = SYNC_PASSPHRASE_ENV
 
 
 def add_key_flags(c: argparse.ArgumentParser, prefix: str = "") -> None:

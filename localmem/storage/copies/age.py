@@ -29,7 +29,7 @@ from localmem.errors import ConfigError, InputError, LocalmemError
 from localmem.storage.copies import backup
 from localmem.storage.engine import db, keys
 
-IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
+IDENTITY_ENV = keys.AGE_IDENTITY_ENV
 MAGIC = b"age-encryption.org/v1\n"
 ARMOR = b"-----BEGIN AGE ENCRYPTED FILE-----"
 

@@ -98,10 +98,14 @@ def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> st
 
 
 def write_config(db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL) -> Path:
+    """The config file, mode 600 (an SFTP URL may carry a password)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "litestream.yml"
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(config_text(db, url, sync_interval=sync_interval), "utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(config_text(db, url, sync_interval=sync_interval))
+    os.chmod(tmp, 0o600)
     os.replace(tmp, path)
     return path
 
@@ -111,8 +115,9 @@ def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Pope
     checkpoints to it (``replica_live``)."""
     if replica_live.crashed(db):
         reset_local_state(db, config)
+    env = keys.child_env(popen.pop("env", None))  # type: ignore[arg-type]
     proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
-        [str(litestream_binary()), "replicate", "-config", str(config)], **popen
+        [str(litestream_binary()), "replicate", "-config", str(config)], env=env, **popen
     )
     replica_live.announce(db, proc.pid)
     return proc
@@ -121,7 +126,7 @@ def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Pope
 def reset_local_state(db: Path, config: Path) -> None:
     """Drop Litestream's local LTX state for ``db`` so that it starts with a fresh snapshot."""
     args = [str(litestream_binary()), "reset", "-config", str(config), str(db.resolve())]
-    subprocess.run(args, check=False, capture_output=True)
+    subprocess.run(args, check=False, capture_output=True, env=keys.child_env())
 
 
 def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) -> int:
@@ -131,7 +136,7 @@ def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) 
     config = write_config(db, url, config_dir)
     if once:
         args = [str(litestream_binary()), "replicate", "-config", str(config), "-once"]
-        return subprocess.run(args, check=False).returncode
+        return subprocess.run(args, check=False, env=keys.child_env()).returncode
     proc = start_litestream(db, config)
     try:
         return proc.wait()

@@ -34,7 +34,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage.engine import checkpoints, faults, keys
+from localmem.storage.engine import checkpoints, faults, keys, partials
 from localmem.storage.engine.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 log = logging.getLogger("localmem.db")
@@ -162,6 +162,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+        partials.clear_stale(target)  # a killed encrypt/decrypt's copy: never left for long
     with faults.faults(target):
         try:
             return _open(target, readonly=readonly, path=target)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -31,6 +32,11 @@ from localmem.errors import ConfigError
 
 KEY_ENV = "LOCALMEM_KEY"
 KEY_FILE_ENV = "LOCALMEM_KEY_FILE"
+SYNC_PASSPHRASE_ENV = "LOCALMEM_SYNC_PASSPHRASE"
+AGE_IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
+# Secrets (or where they are) that localmem reads from its environment: a process that is
+# not localmem (Litestream) is started without them.
+SECRET_ENV = (KEY_ENV, KEY_FILE_ENV, SYNC_PASSPHRASE_ENV, AGE_IDENTITY_ENV, "LOCALMEM_MCP_TOKEN")
 KEYRING_SERVICE = "localmem"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NEEDS_KEY = "this store is encrypted; set LOCALMEM_KEY or --key-file"
@@ -106,6 +112,12 @@ def read_age_identities(path: str | Path) -> list[str]:
             f"key file {path}: no AGE-SECRET-KEY-1… line (an age identity file: make one with age-keygen)"
         )
     return found
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a program that is not localmem (Litestream): ``base`` (this
+    process's environment by default) without localmem's secrets (``SECRET_ENV``)."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in SECRET_ENV}
 
 
 def resolve_key(store: str | Path | None = None, *, keyring: bool = True) -> str | None:
