@@ -12,13 +12,15 @@ so a plaintext sync needs no extra package (``pip install 'localmem[sync]'`` bri
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localmem.errors import ConfigError
-from localmem.storage.engine.keys import read_age_identities, read_key_file
+from localmem.storage.engine.keys import SYNC_PASSPHRASE_ENV, read_age_identities, read_key_file
 from localmem.sync.errors import Refused
 
 _CHECK = b"localmem sync key check 1"
@@ -136,3 +138,42 @@ def load_keyring(
     if passphrase and (identities or recipients):
         raise ConfigError("give a passphrase or identities/recipients, not both")
     return Keyring(passphrase, tuple(identities), tuple(recipients))
+
+
+# -- the command line's key flags (``localmem sync``, ``serve`` / ``localmem-mcp`` / ``watch --sync``) --
+
+
+def add_key_flags(c: argparse.ArgumentParser, prefix: str = "") -> None:
+    c.add_argument(
+        f"--{prefix}passphrase-file",
+        type=Path,
+        help=f"encrypt segments with age to the passphrase in this file, mode 600 (or set ${SYNC_PASSPHRASE_ENV})",
+    )
+    c.add_argument(
+        f"--{prefix}identity",
+        type=Path,
+        action="append",
+        default=[],
+        help="an age identity file (age-keygen, mode 600): encrypt to its public key, decrypt with it (repeatable)",
+    )
+    c.add_argument(
+        f"--{prefix}recipient", action="append", default=[], help="also encrypt to this age1… public key (repeatable)"
+    )
+
+
+def add_sync_flags(c: argparse.ArgumentParser) -> None:
+    """``--sync DIR`` and its interval and keys, for a command that syncs in the background."""
+    c.add_argument("--sync", type=Path, metavar="DIR", help="also sync with this folder in the background")
+    c.add_argument("--sync-interval", type=float, default=30.0, help="seconds between background syncs (default 30)")
+    add_key_flags(c, "sync-")
+
+
+def keyring(args: argparse.Namespace, prefix: str = "") -> Keyring:
+    """The keyring ``add_key_flags``' flags (with ``prefix``) and the environment ask for."""
+    p = prefix.replace("-", "_")
+    return load_keyring(
+        getattr(args, f"{p}passphrase_file"),
+        list(getattr(args, f"{p}identity")),
+        list(getattr(args, f"{p}recipient")),
+        os.environ.get(SYNC_PASSPHRASE_ENV),
+    )
