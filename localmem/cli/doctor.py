@@ -97,7 +97,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
 
         with open_store(settings) as store:
             s = store.stats()
-        return (
+        line = (
             f"{settings.db} ({'encrypted' if is_encrypted(settings.db) else 'not encrypted'}): "
             f"schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
             f"{sum(s['edges'].values())} edges; layers: statement cues + temporal/semantic edges"
@@ -112,6 +112,14 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
                 else ""
             )
         )
+        if checkpoints.crashed(settings.db):
+            wal = Path(f"{settings.db}-wal")
+            size = wal.stat().st_size / 1e6 if wal.exists() else 0.0
+            raise Warn(
+                f"{line}; its Litestream was killed: localmem leaves the WAL ({size:.1f} MB) to it and takes no "
+                "checkpoint until `localmem replicate` runs again (or `localmem replicate --release` gives it up)"
+            )
+        return line
 
     def model() -> str:
         if not model_layer_installed():  # the lean install: fine without a model, not with one configured

@@ -84,12 +84,13 @@ def file_dir(url: str) -> Path:
     return Path(unquote(parsed.netloc + parsed.path))
 
 
-def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> str:
+def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL, log_level: str | None = None) -> str:
     """Litestream's YAML config for one store and one replica (strings written as JSON
-    strings, which YAML reads as they are)."""
+    strings, which YAML reads as they are); ``log_level`` ``debug`` for ``bench replicate``."""
     return (
         "# written by localmem replicate; edits are overwritten\n"
-        "dbs:\n"
+        + (f"logging:\n  level: {json.dumps(log_level)}\n" if log_level else "")
+        + "dbs:\n"
         f"  - path: {json.dumps(str(db.resolve()))}\n"
         "    replicas:\n"
         f"      - url: {json.dumps(check_url(url))}\n"
@@ -97,14 +98,16 @@ def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> st
     )
 
 
-def write_config(db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL) -> Path:
+def write_config(
+    db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL, log_level: str | None = None
+) -> Path:
     """The config file, mode 600 (an SFTP URL may carry a password)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "litestream.yml"
     tmp = path.with_name(path.name + ".part")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(config_text(db, url, sync_interval=sync_interval))
+        fh.write(config_text(db, url, sync_interval=sync_interval, log_level=log_level))
     os.chmod(tmp, 0o600)
     os.replace(tmp, path)
     return path

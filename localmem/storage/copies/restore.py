@@ -21,8 +21,9 @@ import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
 from localmem.storage.copies import age as agecrypt
-from localmem.storage.copies.convert import hold_alone
+from localmem.storage.copies.convert import hold_alone, litestream_state
 from localmem.storage.copies.replica import check_url, file_dir, litestream_binary, shown, snapshots
+from localmem.storage.engine import checkpoints as replica_live
 from localmem.storage.engine import keys
 
 
@@ -45,10 +46,14 @@ def restore(
         raise InputError("its folder does not exist", path=str(out))
     held = hold_alone(out) if out.exists() else None
     try:
-        return _restore(url, out, source_file, timestamp, fallback)
+        result = _restore(url, out, source_file, timestamp, fallback)
     finally:
         if held is not None:
             held.close()
+    # a replica's position in the file replaced means nothing now: it starts afresh
+    shutil.rmtree(litestream_state(out), ignore_errors=True)
+    replica_live.release(out)
+    return result
 
 
 def _restore(url: str, out: Path, source_file: Path | None, timestamp: str | None, fallback: bool) -> dict[str, object]:

@@ -330,7 +330,8 @@ def _begin(conn: apsw.Connection) -> None:
 
 
 def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
-    """No auto-checkpoint while Litestream replicates this store (``checkpoints``)."""
+    """No checkpoint of ours while a replica holds this store (``checkpoints.held``):
+    no auto-checkpoint, none when the last connection closes."""
     if path == ":memory:":
         return
     conn.path = path
@@ -338,6 +339,7 @@ def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
     if pages != conn.autocheckpoint:
         conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         conn.autocheckpoint = pages
+    conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, int(checkpoints.held(path)))
 
 
 def _close_cursors(conn: apsw.Connection) -> list[str]:
