@@ -39,7 +39,14 @@ from localmem.models.llm import (
 )
 from localmem.models.registry import default_embedder
 from localmem.storage.engine import checkpoints
-from localmem.storage.engine.keys import KEY_FILE_ENV, cipher_name, is_encrypted, read_key_file
+from localmem.storage.engine.keys import (
+    KEY_FILE_ENV,
+    cipher_name,
+    encryption_available,
+    is_encrypted,
+    no_cipher,
+    read_key_file,
+)
 from localmem.storage.reads import views
 from localmem.sync.keys import load_keyring
 from localmem.sync.run import health as sync_health
@@ -79,8 +86,10 @@ def model_line(model: str | None, who: str = "the server") -> str:
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
         e = views.engine()
-        cipher = cipher_name()
-        return f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok; {cipher}"
+        line = f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok; {cipher_name()}"
+        if not encryption_available():
+            raise Warn(f"{line}; {no_cipher()}")
+        return line
 
     def embedder() -> str:
         emb = default_embedder(settings.embedder)

@@ -1,7 +1,7 @@
 """The encryption key of a store, and unlocking a connection with it.
 
-Encryption at rest is SQLite3 Multiple Ciphers (the ``apsw-sqlite3mc`` build of apsw, whose
-default cipher is ChaCha20-Poly1305): every page of the database, its WAL and a backup's pages
+Encryption at rest is SQLite3 Multiple Ciphers (the ``apsw-sqlite3mc`` build of apsw,
+localmem's dependency, whose default cipher is ChaCha20-Poly1305): every page of the database, its WAL and a backup's pages
 are encrypted by the engine; nothing here encrypts anything itself.
 
 Where the key comes from, first found wins: the file named by ``$LOCALMEM_KEY_FILE`` (the
@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -145,13 +146,25 @@ def _from_keyring(store: str | Path | None) -> str | None:
     return None
 
 
+def no_cipher() -> str:
+    """Why this environment's ``apsw`` cannot encrypt, and the one command that repairs it."""
+    try:
+        metadata.version("apsw-sqlite3mc")
+    except metadata.PackageNotFoundError:
+        return (
+            "encryption needs apsw-sqlite3mc, localmem's build of apsw, and this environment has plain apsw: "
+            "pip uninstall -y apsw && pip install --force-reinstall apsw-sqlite3mc (docs/security.md)"
+        )
+    return (
+        "the apsw module here is plain apsw, installed over apsw-sqlite3mc (both provide `apsw`): "
+        "pip uninstall -y apsw && pip install --force-reinstall --no-deps apsw-sqlite3mc (docs/security.md)"
+    )
+
+
 def apply_key(conn: apsw.Connection, key: str) -> None:
     """Key ``conn`` (its first statement) and keep its temporary tables in memory."""
     if not encryption_available():
-        raise ConfigError(
-            "encryption needs the SQLite3 Multiple Ciphers build of apsw in place of plain apsw: "
-            "pip uninstall -y apsw && pip install apsw-sqlite3mc (docs/security.md)"
-        )
+        raise ConfigError(no_cipher())
     conn.pragma("key", key)
     conn.pragma("temp_store", "MEMORY")  # a sort or temp index spilled to /tmp would be plaintext
 
