@@ -1,6 +1,7 @@
 """``localmem bench sync``: three devices over real Syncthing daemons (converge time,
 bytes per turn, identical stores), ``--join N``: a new device folding an N-turn history
-against a plain ingest, and ``--walk``: one pass profiled room by room. Table to stdout;
+against a plain ingest, ``--faults``: key changes and forgets across three devices, and
+``--walk``: one pass profiled room by room. Table to stdout;
 ``--json`` adds the result as one JSON line."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import sync_bench, sync_join, sync_walk
+from localmem.bench import sync_bench, sync_faults, sync_join, sync_walk
 from localmem.bench.preamble import working_folder
 from localmem.config import Settings
 
@@ -28,6 +29,12 @@ def add_sync_bench_parser(bsub: Any) -> None:
     c.add_argument("--join", type=int, default=0, help="also time a new device folding an N-turn history (0: skip)")
     c.add_argument("--no-syncthing", action="store_true", help="only the --join (or --walk) measurement")
     c.add_argument(
+        "--faults",
+        action="store_true",
+        help="also a round of key changes and forgets across 3 devices (real CLI processes, one folder): turns "
+        "lost, forgotten and plaintext bytes left in the folder",
+    )
+    c.add_argument(
         "--walk",
         action="store_true",
         help="also profile one `localmem sync` pass between two devices: rooms visited, steps back up, transactions",
@@ -42,7 +49,10 @@ def cmd_bench_sync(args: argparse.Namespace, settings: Settings) -> int:
         out = _measure(args, work)
     if args.json:
         print(json.dumps(out))
-    ok = all(v.get("identical", True) and not v.get("lost") for v in out.values())
+    ok = all(v.get("identical", True) and not v.get("lost") and not v.get("turns_lost") for v in out.values())
+    if "faults" in out:
+        f = out["faults"]
+        ok = ok and not (f["forgotten_bytes_raw"] or f["forgotten_bytes_decrypted"] or f["segments_plaintext"])
     return 0 if ok else 1
 
 
@@ -71,6 +81,16 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(
             f"join {j['turns']} turns: plain ingest {j['ingest_turns_per_s']} turns/s; fold {j['fold_turns_per_s']} turns/s "
             f"({j['fold_embedding_s']} s of {j['fold_s']} s embedding); identical: {j['identical']}"
+        )
+    if args.faults:
+        out["faults"] = sync_faults.run(work / "faults")
+        f = out["faults"]
+        print(
+            f"faults: {f['devices']} devices, {f['turns_written']} turns written, {f['turns_forgotten']} forgotten; "
+            f"lost {f['turns_lost']}; forgotten bytes in the folder {f['forgotten_bytes_raw']} raw, "
+            f"{f['forgotten_bytes_decrypted']} decrypted; plaintext segments {f['segments_plaintext']}, "
+            f"plaintext bytes {f['plaintext_bytes_raw']}; refused left {f['refused_left']}; identical {f['identical']} "
+            f"({f['seconds']} s)"
         )
     if args.walk:
         out["walk"] = sync_walk.run(work / "walk")

@@ -120,6 +120,11 @@ class Keyring:
             raise Refused(f"the segment does not decrypt with this device's key ({exc})") from None
 
 
+def new_identity() -> str:
+    """A new age X25519 identity (``AGE-SECRET-KEY-1…``), as ``age-keygen`` makes one."""
+    return str(_pyrage().x25519.Identity.generate())
+
+
 def load_keyring(
     passphrase_file: Path | None, identity_files: list[Path], recipients: list[str], env_passphrase: str | None
 ) -> Keyring:
