@@ -32,7 +32,7 @@ def _pyrage() -> Any:
         import pyrage  # optional (localmem[sync]): only a sync with a key needs it
     except ImportError:
         raise ConfigError(
-            "encrypted sync needs the age library: pip install 'localmem[sync]' (or pip install pyrage)"
+            "encrypted sync needs the age library: pip install -e '.[sync]' from the checkout (or pip install pyrage)"
         ) from None
     return pyrage
 

@@ -38,7 +38,9 @@ def _pyrage() -> Any:
     try:
         import pyrage  # the optional age extra: only exports, backups and reads of .age files need it
     except ImportError as exc:
-        raise ConfigError("age encryption needs pyrage: pip install 'localmem[age]'") from exc
+        raise ConfigError(
+            "age encryption needs pyrage: pip install -e '.[age]' from the checkout (or pip install pyrage)"
+        ) from exc
     return pyrage
 
 

