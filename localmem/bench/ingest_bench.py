@@ -105,7 +105,7 @@ def profiled(store: Store, timers: Timers) -> Iterator[None]:
     looks up at call time, and this store's own methods), removed on exit."""
     hooks: list[tuple[Any, str, str]] = [
         (runner_mod, "units", "parse"),
-        (store_mod, "prepare_all", "prepare"),  # what Store._stage calls per session
+        (store_mod, "prepare_all", "prepare"),  # what Store.stage calls per session
         (store_mod, "link_semantic", "edges"),
         (store, "_known_hashes", "prepare"),
         (store, "embed", "embed"),

@@ -28,6 +28,7 @@ from typing import Any
 from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.memory import open_store
+from localmem.storage.bench import reads as bench_reads
 from localmem.storage.bench import sync_checks
 from localmem.sync import segment
 from localmem.sync.errors import Incomplete, Refused
@@ -109,7 +110,7 @@ def run(workdir: Path, sessions: int = 6, per: int = 5) -> dict[str, Any]:
     for n, db in [*dbs.items(), ("joiner", joiner)]:
         with open_store(Settings(db=db)) as store:
             prints[n] = sync_checks.fingerprint(store.conn)
-            texts[n] = {str(r[0]) for r in store.conn.execute("SELECT text FROM turns")}
+            texts[n] = set(bench_reads.turn_text_counts(store.conn))
         refused[n] = len(json.loads(_cli(db, "sync", "status", "--json"))["refused"])
     scan = _scan(folder, key, forgotten, kept | forgotten)
     return {

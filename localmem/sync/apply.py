@@ -72,9 +72,9 @@ def incoming(items: Sequence[dict[str, Any]], out: Applied) -> Incoming:
         forgets=tuple(str(c["key"]) for c in items if c["kind"] == "forget"),
         sessions=_sessions([c for c in items if c["kind"] == "turn" and "turn" in c]),
         headers=tuple(
-            door.SessionWrite(str(d["source"]), str(d["key"]), str(d.get("title") or ""), d.get("started_at"))
+            door.session_from_data(c["data"])
             for c in items
-            if c["kind"] == "session" and isinstance(d := c.get("data"), dict)
+            if c["kind"] == "session" and isinstance(c.get("data"), dict)
         ),
         derived=derived([c for c in items if c["kind"] in DERIVED]),
     )

@@ -16,7 +16,7 @@ are written under, or the forget set (docs/sync.md, "Key changes" and "Forget").
   turn, a cue or edge about one, the header of a session left without turns) is written
   again without them. So once every device has synced, no file of the folder holds
   forgotten content (a device's own segments are the only ones it writes).
-- **Before migration 0013** a device's segments were written without a record of their
+- **Before migration 0014** a device's segments were written without a record of their
   rows: the first pass writes those rows again as new segments, then removes the old
   files. Stamps then restart from the oldest of them (topic changes, which alone use
   stamps across devices, keep their order on this device).

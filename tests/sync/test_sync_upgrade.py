@@ -1,4 +1,4 @@
-"""A device whose segments were written before migration 0013 (no record of the rows each
+"""A device whose segments were written before migration 0014 (no record of the rows each
 holds): its first pass writes those rows again as new segments, then removes the old
 files; nothing is lost, forgotten content does not come along, and the other devices
 end in the same state."""
@@ -11,7 +11,7 @@ from tests.helpers.sync import hashes, open_device, session, state, sync
 from tests.sync.test_sync_merge import a_dev
 
 
-def test_segments_from_before_0013_are_written_again_once(tmp_path: Path) -> None:
+def test_segments_from_before_0014_are_written_again_once(tmp_path: Path) -> None:
     root = tmp_path / "folder"
     root.mkdir()
     a, b = open_device(tmp_path / "a.db"), open_device(tmp_path / "b.db")
@@ -19,7 +19,7 @@ def test_segments_from_before_0013_are_written_again_once(tmp_path: Path) -> Non
         a.write(session(f"s{i}", f"Session {i}, first.", f"Session {i}, second."))
         sync(a, root)
     sync(b, root)
-    # what migration 0013 finds in a store synced before it: no sync_own rows, segments
+    # what migration 0014 finds in a store synced before it: no sync_own rows, segments
     # up to the last one it recorded, no key check yet
     a.conn.execute("DELETE FROM sync_own")
     a.conn.execute("UPDATE sync_device SET legacy_through = 3, key_check = NULL, key_epoch = 0")

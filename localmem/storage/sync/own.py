@@ -1,4 +1,4 @@
-"""The SQL of the segments this device wrote (``sync_own``, migration 0013) and of the
+"""The SQL of the segments this device wrote (``sync_own``, migration 0014) and of the
 keys and forgets they were written under (``sync_device``'s key epoch, key check, forget
 mark and legacy boundary); and the facts an export needs to leave forgotten content out
 (which referenced turns are forgotten, which sessions still exist).

@@ -170,7 +170,7 @@ def _rewrite(store: Store, ids: list[int], out: Applied) -> None:
         plans.append((int(tid), int(sid), int(ord_), str(old_hash), new))
     # The store's own embedding and insert steps (this module is the write path's, in its room):
     # the rewritten turn gets exactly the rows and vectors a new turn would.
-    vectors = store._embed([p for *_, p in plans if p is not None])  # before the transaction
+    vectors = store.embed([p for *_, p in plans if p is not None])  # before the transaction
     w = store.params.temporal_window
 
     def commit() -> None:

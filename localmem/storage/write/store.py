@@ -199,10 +199,9 @@ class Store:
         """Store turns (and their statement cues, vectors, temporal and semantic edges)
         in one transaction. Returns the id of every turn given, new or already stored.
         ``origin``: the device the turns were folded from (None: made here), journaled."""
-        sess = (
-            turns if isinstance(turns, SessionIn) else SessionIn(session or "default", tuple(turns), started_at, source)
-        )
-        return self.write_sessions([sess], origin=origin)[0]
+        if not isinstance(turns, SessionIn):
+            turns = SessionIn(session or "default", tuple(turns), started_at, source)
+        return self.write_sessions([turns], origin=origin)[0]
 
     def write_sessions(
         self, sessions: Iterable[SessionIn], progress: Progress | None = None, *, origin: str | None = None
@@ -238,14 +237,11 @@ class Store:
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
 
     def _commit(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
-        if not staged.sessions:
-            return []
-
         def commit() -> list[WriteResult]:
             with db.transaction(self.conn):
                 return self.write_staged(staged, vectors, origin)
 
-        return self.retrying(commit)
+        return self.retrying(commit) if staged.sessions else []
 
     def write_staged(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
         """Write staged sessions (``stage``, ``embed``) inside the caller's write transaction."""
@@ -255,23 +251,21 @@ class Store:
             if not ps:  # no turn to store (none given, or all forgotten): no session, so a forgotten one stays gone
                 results.append(WriteResult(0, (), 0, 0))
                 continue
-            sid = self._session_id(sess, ps, origin)
+            sid, first = self._session_id(sess, ps, origin), len(new_ids)
             ids: list[int] = []
-            new = 0
             next_ord = self._next_ord(sid)
             for p in ps:
                 existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
                 if existing is not None:
                     ids.append(int(existing[0]))
                     continue
-                if p.hash not in vectors:
-                    # Deleted by another process since we looked: rare enough to embed here.
+                if p.hash not in vectors:  # deleted by another process since we looked: rare, embedded here
                     vectors.update(self.embed([p]))
                 tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash], origin)
                 next_ord += 1
                 ids.append(tid)
                 new_ids.append(tid)
-                new += 1
+            new = len(new_ids) - first
             results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
         if new_ids:
             link_semantic(self.conn, self.mirrors(), new_ids, self.params.semantic_k)

@@ -1,4 +1,4 @@
--- localmem schema, version 13: the segments this device wrote, so a key change or a forget
+-- localmem schema, version 14: the segments this device wrote, so a key change or a forget
 -- rewrites exactly the ones that must change (localmem/sync/rewrite.py, docs/sync.md).
 
 -- One row per segment in this device's folder: the journal rows it holds (made here,
