@@ -21,8 +21,10 @@ from localmem.records import SessionIn, TurnIn
 from localmem.storage.copies import convert, replica
 from localmem.storage.engine import checkpoints, keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import ROOT
 from tests.helpers.fakes import HashEmbedder
-from tests.storage.test_replica import HAVE_LITESTREAM, ROOT, needs_cipher, needs_litestream
+from tests.helpers.replica import HAVE_LITESTREAM, needs_litestream
+from tests.storage.test_replica import needs_cipher
 
 KEY = "guard test key"
 SECRETS = (
