@@ -192,8 +192,16 @@ def test_a_killed_decrypt_leaves_no_plaintext_copy_behind(tmp_path: Path) -> Non
         _cli(db, "encrypt", LOCALMEM_KEY=KEY)  # it finished first: encrypt again, try again
     assert caught, "decrypt always finished before its copy was seen in plaintext"
     assert partial.exists() and partial.stat().st_mode & 0o077 == 0  # never readable by others
-    assert _cli(db, "stats", LOCALMEM_KEY=KEY).returncode == 0  # an ordinary command
+    _cli(
+        db, "stats", LOCALMEM_KEY=KEY
+    )  # an ordinary command (its store has the test's embedder: it stops after opening)
     assert not partial.exists() and not Path(f"{partial}-journal").exists()
+    os.environ[keys.KEY_ENV] = KEY
+    try:
+        with Store(db, embedder=HashEmbedder()) as s:  # the store itself, untouched and still encrypted
+            assert int(s.conn.one("SELECT count(*) FROM turns")[0]) == 4000 and keys.is_encrypted(db)
+    finally:
+        del os.environ[keys.KEY_ENV]
 
 
 @needs_cipher
