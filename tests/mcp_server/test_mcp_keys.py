@@ -100,11 +100,13 @@ async def test_mcp_config_install_writes_an_entry_that_works_and_doctor_checks_i
     where = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
     chats = tmp_path / "chats.jsonl"
     chats.write_text(json.dumps({"session": "a", "speaker": "Ana", "text": "Ana keeps bees."}) + "\n", "utf-8")
-    assert _cli("--db", str(db), "ingest", str(chats)).returncode == 0  # a plaintext store opens as it is with a key set
+    assert (
+        _cli("--db", str(db), "ingest", str(chats)).returncode == 0
+    )  # a plaintext store opens as it is with a key set
     done = _cli(
         "--db", str(db), "mcp-config", "--install", "--key-file", str(key),
         "--sync", str(folder), "--sync-interval", "0.5", "--sync-passphrase-file", str(phrase), **where,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     config = home / ".config" / "Claude" / "claude_desktop_config.json"
     entry = json.loads(config.read_text("utf-8"))["mcpServers"]["localmem"]
