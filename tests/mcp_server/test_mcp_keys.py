@@ -104,8 +104,19 @@ async def test_mcp_config_install_writes_an_entry_that_works_and_doctor_checks_i
         _cli("--db", str(db), "ingest", str(chats)).returncode == 0
     )  # a plaintext store opens as it is with a key set
     done = _cli(
-        "--db", str(db), "mcp-config", "--install", "--key-file", str(key),
-        "--sync", str(folder), "--sync-interval", "0.5", "--sync-passphrase-file", str(phrase), **where,
+        "--db",
+        str(db),
+        "mcp-config",
+        "--install",
+        "--key-file",
+        str(key),
+        "--sync",
+        str(folder),
+        "--sync-interval",
+        "0.5",
+        "--sync-passphrase-file",
+        str(phrase),
+        **where,
     )
     assert done.returncode == 0, done.stderr
     config = home / ".config" / "Claude" / "claude_desktop_config.json"
