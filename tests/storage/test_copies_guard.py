@@ -24,8 +24,8 @@ from localmem.storage.write.store import Store
 from tests.helpers.cli import ROOT
 from tests.helpers.fakes import HashEmbedder
 from tests.helpers.replica import HAVE_LITESTREAM, needs_litestream
-from tests.storage.test_replica import needs_cipher
 
+needs_cipher = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 KEY = "guard test key"
 SECRETS = (
     "LOCALMEM_KEY",

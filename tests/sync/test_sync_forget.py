@@ -18,8 +18,8 @@ from localmem.storage.write.store import Store
 from localmem.sync import segment
 from localmem.sync.keys import Keyring
 from localmem.sync.run import status
+from tests.helpers.devices import a_dev
 from tests.helpers.sync import add_cue, hashes, open_device, session, state, sync
-from tests.sync.test_sync_merge import a_dev
 
 SECRET = "The safe code is 4711 and it opens at noon."
 

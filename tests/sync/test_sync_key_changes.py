@@ -14,8 +14,8 @@ import pytest
 from localmem.storage.write.store import Store
 from localmem.sync.keys import Keyring
 from localmem.sync.run import status
+from tests.helpers.devices import a_dev
 from tests.helpers.sync import hashes, open_device, session, state, sync
-from tests.sync.test_sync_merge import a_dev
 
 pyrage = pytest.importorskip("pyrage")
 

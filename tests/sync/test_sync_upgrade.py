@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.helpers.devices import a_dev
 from tests.helpers.sync import hashes, open_device, session, state, sync
-from tests.sync.test_sync_merge import a_dev
 
 
 def test_segments_from_before_0014_are_written_again_once(tmp_path: Path) -> None:
