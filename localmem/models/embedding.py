@@ -141,6 +141,13 @@ class OnnxMiniLM:
         """The packaged model's WordPiece tokenizer, truncating at ``MAX_TOKENS``."""
         return minilm_tokenizer(MAX_TOKENS)
 
+    def load(self) -> None:
+        """Load the model now instead of at the first ``embed`` (the read path does, before
+        it loads the store's vector mirrors, so the two loads' memory does not stack)."""
+        with self._lock:
+            if self._session is None:
+                self._load()
+
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         if self._session is None:
             self._load()

@@ -69,17 +69,25 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
     tmp = folder / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     opts = options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     opts.optimized_model_filepath = str(tmp)
-    built = build(ort, model, opts)
+    try:
+        built = build(ort, model, opts)
+    except Exception:  # the optimised graph could not be written (a full disk): build without saving it
+        tmp.unlink(missing_ok=True)
+        return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
     try:
         loaded = ort.InferenceSession(
             str(tmp), sess_options=options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), providers=PROVIDERS
         )
-        if same_output(built, loaded):
+        usable = same_output(built, loaded)
+    except Exception:  # nothing saved, or a file onnxruntime cannot read back or run
+        usable = False
+    try:
+        if usable:
             os.chmod(tmp, 0o600)
             os.replace(tmp, saved)
-        else:
+        else:  # not tried again for this key: every start would pay for the save
             (folder / f"{key}.unusable").touch(mode=0o600)
-    except Exception:  # nothing saved, or a file onnxruntime cannot read back: build each time
+    except OSError:
         pass
     finally:
         tmp.unlink(missing_ok=True)
@@ -140,10 +148,10 @@ def probe_feeds() -> dict[str, np.ndarray]:
 def same_output(a: Any, b: Any) -> bool:
     """Whether two sessions give equal outputs, bit for bit, on the probe batch and on
     each of its rows alone."""
-    feeds = probe_feeds()
-    batches = [feeds] + [
-        {k: v[i : i + 1, : int(feeds["attention_mask"][i].sum())] for k, v in feeds.items()} for i in range(3)
-    ]
+    names = {i.name for i in a.get_inputs()}  # token_type_ids is optional (embedder folders)
+    feeds = {k: v for k, v in probe_feeds().items() if k in names}
+    lengths = probe_feeds()["attention_mask"].sum(axis=1)
+    batches = [feeds] + [{k: v[i : i + 1, : int(lengths[i])] for k, v in feeds.items()} for i in range(len(lengths))]
     for f in batches:
         for x, y in zip(a.run(None, f), b.run(None, f), strict=True):
             if not np.array_equal(np.asarray(x), np.asarray(y)):

@@ -88,7 +88,7 @@ class ResidentServer:
         if not wire.private_folder(path.parent, create=True):
             log.warning("resident socket not served: %s is not a private folder (mode 700) of this user", path.parent)
             return False
-        if _answers(path):
+        if answers(path):
             log.debug("resident socket %s is served by another process", path)
             return False
         tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
@@ -185,7 +185,7 @@ def refuse(why: str) -> dict[str, Any]:
     return {"ok": False, "why": why}
 
 
-def _answers(path: Path) -> bool:
+def answers(path: Path) -> bool:
     """Whether a process accepts connections on the socket at ``path``."""
     if not path.exists():
         return False

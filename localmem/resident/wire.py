@@ -55,12 +55,13 @@ def runtime_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP)) / "run"
 
 
-def socket_path(db: Path) -> Path | None:
-    """The socket of the resident process for the store at ``db``; None when the path
-    would be too long for a Unix socket (then there is no fast path for it)."""
+def socket_path(db: Path, folder: Path | None = None) -> Path | None:
+    """The socket of the resident process for the store at ``db`` (in ``folder``, default
+    :func:`runtime_dir`); None when the path would be too long for a Unix socket (then
+    there is no fast path for it)."""
     real = os.path.realpath(db)
     name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
-    path = runtime_dir() / name
+    path = (folder or runtime_dir()) / name
     return path if len(os.fsencode(path)) <= SUN_PATH_MAX else None
 
 
