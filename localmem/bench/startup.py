@@ -90,9 +90,11 @@ def run(
     base_env = {k: v for k, v in os.environ.items() if k not in ("LOCALMEM_DB",)}
     # Two runtime dirs: the server and the "-server" cases meet in one; the in-process
     # cases look for the store's socket in the other, empty one, so they read in-process.
-    run_dirs = {"server": workdir / "rs", "alone": workdir / "ra"}
+    # Short paths under the temp dir: a socket path must stay under ~100 bytes.
+    run_root = Path(tempfile.mkdtemp(prefix="lm-"))
+    run_dirs = {"server": run_root / "s", "alone": run_root / "a"}
     for d in run_dirs.values():
-        d.mkdir(mode=0o700, exist_ok=True)
+        d.mkdir(mode=0o700)
     envs = {k: {**base_env, "XDG_RUNTIME_DIR": str(d)} for k, d in run_dirs.items()}
     if store is None and not db.exists():
         sample = Path(localmem.__file__).parent / "data" / "sample_conversation.jsonl"
@@ -101,7 +103,9 @@ def run(
     times: dict[str, list[float]] = {c: [] for c in cases}
     cpus: dict[str, list[float]] = {c: [] for c in cases}
     served: dict[str, int] = {c: 0 for c in cases}
-    server = _Server(cmd, db, envs["server"]) if any(c.endswith("-server") for c in cases) else None
+    server = (
+        _Server(cmd, db, envs["server"], workdir / "server.log") if any(c.endswith("-server") for c in cases) else None
+    )
     try:
         if server is not None:
             server.start()
@@ -118,7 +122,7 @@ def run(
     finally:
         if server is not None:
             server.stop()
-        for p in workdir.glob("cache-*"):
+        for p in [*workdir.glob("cache-*"), run_root]:
             shutil.rmtree(p, ignore_errors=True)
     rows = []
     for case in cases:
@@ -186,14 +190,16 @@ def _check(proc: subprocess.CompletedProcess[Any]) -> None:
 class _Server:
     """``localmem serve --transport socket`` on the store, for the ``-server`` cases."""
 
-    def __init__(self, cmd: list[str], db: Path, env: dict[str, str]) -> None:
+    def __init__(self, cmd: list[str], db: Path, env: dict[str, str], log: Path) -> None:
         self.argv = [*cmd, "--db", str(db), "serve", "--transport", "socket"]
+        self.log = log
         self.env = env
         self.db = db
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 300.0) -> None:
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with open(self.log, "wb") as err:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.DEVNULL, stderr=err)
         path = wire.socket_path(self.db, Path(self.env["XDG_RUNTIME_DIR"]) / "localmem")
         if path is None:
             raise RuntimeError(f"no socket path for {self.db} (too long)")
@@ -201,7 +207,7 @@ class _Server:
         while not answers(path):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("the resident server did not start")
+                raise RuntimeError(f"the resident server did not start: {self.log.read_text('utf-8', 'replace')}")
             time.sleep(0.05)
 
     def stop(self) -> None:
