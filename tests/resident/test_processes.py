@@ -17,6 +17,7 @@ import pytest
 from localmem.cli import COMMANDS
 from localmem.config import Settings
 from localmem.resident import wire
+from localmem.storage.engine import keys
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
 QUESTION = "Which shoes did Maya switch to?"
@@ -34,7 +35,15 @@ HEAVY = (
 
 
 def localmem(*args: str, db: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
+    proc = cli(*args, db=db, stdin=stdin, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def cli(
+    *args: str, db: Path, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "localmem", "--db", str(db), *args],
         input=stdin,
         capture_output=True,
@@ -42,8 +51,6 @@ def localmem(*args: str, db: Path, stdin: str | None = None, env: dict[str, str]
         timeout=300,
         env=env or os.environ.copy(),
     )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def recall(db: Path, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -55,13 +62,14 @@ def recall(db: Path, env: dict[str, str] | None = None) -> dict[str, object]:
 class Server:
     """`localmem serve --transport socket` on ``db``, ready once its socket answers."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, env: dict[str, str] | None = None) -> None:
         self.db = db
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "localmem", "--db", str(db), "serve", "--transport", "socket"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
         )
         path = wire.socket_path(db)
         assert path is not None
@@ -181,3 +189,23 @@ def test_help_imports_no_command() -> None:
     names = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
     commands = {f"localmem.cli.{c.module}" for c in COMMANDS}
     assert not [n for n in names if n.startswith(HEAVY) or n in commands], names
+
+
+@pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
+def test_an_encrypted_store_is_served_only_to_who_has_its_key(tmp_path: Path) -> None:
+    """The server holds the store open with its key; a caller without the key (or with a
+    wrong one) gets the same one-line error it gets without a server, never an answer."""
+    key = "correct horse battery staple"
+    plain = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV)}
+    keyed = {**plain, keys.KEY_ENV: key}
+    db = tmp_path / "enc.db"
+    localmem("ingest", str(SAMPLE), db=db, env=keyed)
+    assert keys.is_encrypted(db)
+    server = Server(db, env=keyed)
+    try:
+        assert recall(db, keyed)["via"] == "resident"
+        for env, says in ((plain, "this store is encrypted"), ({**plain, keys.KEY_ENV: "not it"}, "does not open")):
+            proc = cli("recall", "--json", db=db, stdin=json.dumps({"prompt": QUESTION}), env=env)
+            assert proc.returncode == 2 and says in proc.stderr and not proc.stdout, proc.stderr
+    finally:
+        server.stop()
