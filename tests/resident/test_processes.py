@@ -209,3 +209,31 @@ def test_an_encrypted_store_is_served_only_to_who_has_its_key(tmp_path: Path) ->
             assert proc.returncode == 2 and says in proc.stderr and not proc.stdout, proc.stderr
     finally:
         server.stop()
+
+
+def test_the_mcp_server_answers_on_the_socket_too(tmp_path: Path) -> None:
+    """`localmem serve` (stdio, what desktop clients start) serves the socket beside MCP,
+    and removes it when its client goes away (stdin closed)."""
+    db = tmp_path / "m.db"
+    localmem("ingest", str(SAMPLE), db=db)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "localmem", "--db", str(db), "serve", "--no-worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    path = wire.socket_path(db)
+    assert path is not None
+    try:
+        deadline = time.monotonic() + 120
+        while not _answers(path):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        assert recall(db)["via"] == "resident"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # the MCP client hangs up
+        proc.wait(60)
+    assert not path.exists()
+    assert recall(db)["via"] == "in-process"
