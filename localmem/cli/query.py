@@ -79,7 +79,7 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    query = payload_query(sys.stdin.read(MAX_STDIN + 1), args.budget)
+    query = payload_query(_stdin(), args.budget)
     if query is None:
         return 0
     ctx, via = ask.context(settings, query)
@@ -88,6 +88,14 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     elif ctx["text"]:
         print(ctx["text"])
     return 0
+
+
+def _stdin() -> str:
+    raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path="stdin") from exc
 
 
 def payload_query(raw: str, budget: int | None) -> Query | None:
