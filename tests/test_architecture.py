@@ -51,7 +51,7 @@ LAZY_ALLOWED = (
 # maps to what it may load so; tests/cli/test_startup.py checks the effect in real processes.
 # Dynamic imports (importlib.import_module, __import__) are allowed only here too.
 LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
-    "localmem": ("localmem.memory", "localmem.models.embedding"),  # the public API's heavy names (PEP 562)
+    "localmem": ("localmem.memory", "localmem.models.embedding", "localmem.records"),  # the public API (PEP 562)
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
     "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
     "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered
