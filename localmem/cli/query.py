@@ -22,6 +22,7 @@ from typing import Any
 from localmem.cli import cable_flags
 from localmem.config import Settings, default
 from localmem.errors import InputError
+from localmem.records import PROJECT_PREFIX
 from localmem.resident import ask
 from localmem.resident.wire import Query
 
@@ -43,6 +44,12 @@ def add_query(sub: Any) -> None:
     c.add_argument("--budget", type=int, help=BUDGET_HELP)
     c.add_argument("--as-of", help="ignore turns after this time (ISO 8601, '2023/05/30 (Tue) 23:40', ...)")
     c.add_argument("--scope", help="only sessions of this source (e.g. locomo:conv-26) or this session key")
+    c.add_argument(
+        "--project",
+        metavar="PATH",
+        help="a project's sessions (run in PATH's repository or folder) plus what the person said anywhere "
+        "else (same as --scope project:PATH; docs/capture.md)",
+    )
     c.add_argument(
         "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
     )
@@ -67,6 +74,10 @@ def add_recall(sub: Any) -> None:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.text) == bool(args.batch):
         raise InputError("give either a question or --batch FILE")
+    if args.project:
+        if args.scope:
+            raise InputError("give --scope or --project, not both")
+        args.scope = PROJECT_PREFIX + args.project
     if args.batch:
         return _query_batch(settings, args)
     ctx, _via = ask.context(settings, Query(args.text, args.budget, args.as_of, args.scope))
@@ -114,12 +125,12 @@ def payload_query(raw: str, budget: int | None) -> Query | None:
     given = obj.get("budget", budget)
     if given is not None and (not isinstance(given, int) or isinstance(given, bool)):
         raise InputError('"budget" must be an integer', path="stdin")
-    for key in ("as_of", "scope"):
+    for key in ("as_of", "scope", "exclude_session"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise InputError(f'"{key}" must be a string', path="stdin")
     if not text.strip():
         return None
-    return Query(text, given, obj.get("as_of"), obj.get("scope"))
+    return Query(text, given, obj.get("as_of"), obj.get("scope"), obj.get("exclude_session"))
 
 
 def _query_batch(settings: Settings, args: argparse.Namespace) -> int:

@@ -15,7 +15,9 @@ from localmem.storage.write.store import Store
 
 def context(store: Store, query: Query) -> dict[str, Any]:
     """``reconstruct``'s context of ``query`` on ``store``, as ``Context.to_dict()``."""
-    return reconstruct(store, query.text, query.budget, as_of=query.as_of, scope=query.scope).to_dict()
+    return reconstruct(
+        store, query.text, query.budget, as_of=query.as_of, scope=query.scope, exclude_session=query.exclude
+    ).to_dict()
 
 
 def context_here(settings: Settings, query: Query) -> dict[str, Any]:

@@ -45,7 +45,8 @@ class Query:
     text: str
     budget: int | None = None
     as_of: str | None = None
-    scope: str | None = None
+    scope: str | None = None  # a source or session key, or ``project:ABSOLUTE-PATH``
+    exclude: str | None = None  # a session key left out (a hook's own session)
 
 
 def runtime_dir() -> Path:
@@ -131,7 +132,7 @@ def parse_query(obj: Any) -> Query:
     budget = obj.get("budget")
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool)):
         raise ValueError("query.budget must be an integer")
-    for key in ("as_of", "scope"):
+    for key in ("as_of", "scope", "exclude"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise ValueError(f"query.{key} must be a string")
-    return Query(obj["text"], budget, obj.get("as_of"), obj.get("scope"))
+    return Query(obj["text"], budget, obj.get("as_of"), obj.get("scope"), obj.get("exclude"))

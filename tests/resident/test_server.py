@@ -16,7 +16,7 @@ import pytest
 
 from localmem.config import Settings
 from localmem.records import SessionIn
-from localmem.resident import client, server, wire
+from localmem.resident import ask, client, server, wire
 from localmem.resident.local import context
 from localmem.resident.server import ResidentServer
 from localmem.storage.engine import keys
@@ -188,3 +188,21 @@ def test_socket_path_is_per_store_and_bounded(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / ("x" * 120)))
     (tmp_path / ("x" * 120)).mkdir()
     assert wire.socket_path(tmp_path / "a.db") is None  # too long for AF_UNIX: no fast path
+
+
+def test_a_session_left_out_is_left_out_there_too(serving: ResidentServer, filled: Store) -> None:
+    q = wire.Query("What happened to the bike chain?", 300, exclude="s2")
+    got = client.ask(filled.settings, q)
+    assert got is not None and got == context(filled, q)
+    assert got["turns"] and all(t["session"] != "s2" for t in got["turns"])
+
+
+def test_a_project_path_is_made_absolute_before_it_travels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repo").mkdir()
+    q = ask.absolute_project(wire.Query("q", scope="project:repo"))
+    assert q.scope == f"project:{tmp_path / 'repo'}"
+    home = ask.absolute_project(wire.Query("q", scope="project:~/x"))
+    assert home.scope == "project:" + os.path.expanduser("~/x")
+    for scope in (None, "locomo:conv-26", "project:", "session-key"):
+        assert ask.absolute_project(wire.Query("q", scope=scope)).scope == scope
