@@ -55,7 +55,12 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
         "capture",
         "add_capture",
     ),
-    Command("watch", "ingest new and changed chat logs in a folder as they appear", "memory", "add_watch"),
+    Command(
+        "watch",
+        "ingest new and changed chat logs in a folder (or the coding agents' sessions) as they appear",
+        "memory",
+        "add_watch",
+    ),
     Command("query", "reconstruct the past context that answers a question", "query", "add_query"),
     Command("recall", "hook entry point: a JSON question on stdin, the context on stdout", "query", "add_recall"),
     Command("worker", "run the enrichment worker in the foreground", "enrichment", "add_worker_parsers"),
