@@ -38,9 +38,6 @@ class Project:
     commit: str = ""
 
 
-PROJECT_PREFIX = "project:"  # a scope string naming a project: ``project:PATH`` (retrieval.scope)
-
-
 @dataclass(frozen=True)
 class ProjectScope:
     """A read limited to one project: sessions that ran in ``root`` (or a folder inside

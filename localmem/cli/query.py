@@ -22,9 +22,8 @@ from typing import Any
 from localmem.cli import cable_flags
 from localmem.config import Settings, default
 from localmem.errors import InputError
-from localmem.records import PROJECT_PREFIX
 from localmem.resident import ask
-from localmem.resident.wire import Query
+from localmem.resident.wire import PROJECT_PREFIX, Query
 
 BUDGET_HELP = (
     f"token budget of the context (default: the budget_tokens setting, {default('budget_tokens')}; "

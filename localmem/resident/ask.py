@@ -13,9 +13,8 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from localmem.config import Settings
-from localmem.records import PROJECT_PREFIX
 from localmem.resident import client
-from localmem.resident.wire import Query
+from localmem.resident.wire import PROJECT_PREFIX, Query
 
 Via = Literal["resident", "in-process"]
 

@@ -33,6 +33,9 @@ import platformdirs
 from localmem.config import APP, Settings
 
 PROTOCOL = 1
+# A scope naming a project, ``project:PATH``: retrieval.scope.PREFIX, spelled here so that the
+# light side need not import the read path (tests/resident/test_server.py checks they agree).
+PROJECT_PREFIX = "project:"
 MAX_LINE = 1 << 20  # a request is a question and a few options; a context reply is at most ~1 MB of text
 MAX_REPLY = 64 << 20  # a 32k-token context with its turn list fits many times over
 SUN_PATH_MAX = 100  # AF_UNIX paths are limited to 104-108 bytes by the OS; stay under both

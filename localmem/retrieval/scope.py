@@ -26,14 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from localmem.errors import InputError
-from localmem.records import PROJECT_PREFIX, ProjectScope
+from localmem.records import ProjectScope
 from localmem.storage.reads import queries
 from localmem.storage.reads.queries import Filter
 from localmem.storage.vectors.table_mirror import TurnMirror
 from localmem.storage.write.store import Store
 from localmem.util.gitinfo import repo_of
 
-PREFIX = PROJECT_PREFIX
+PREFIX = "project:"
 # Speakers that are an agent, not a person: the coding agents' replies and tool lines,
 # a Claude Code subagent and the agent that prompts it, chat exports' assistant side.
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)

@@ -19,6 +19,7 @@ from localmem.records import SessionIn
 from localmem.resident import ask, client, server, wire
 from localmem.resident.local import context
 from localmem.resident.server import ResidentServer
+from localmem.retrieval import scope as scopes
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
@@ -206,3 +207,4 @@ def test_a_project_path_is_made_absolute_before_it_travels(tmp_path: Path, monke
     assert home.scope == "project:" + os.path.expanduser("~/x")
     for scope in (None, "locomo:conv-26", "project:", "session-key"):
         assert ask.absolute_project(wire.Query("q", scope=scope)).scope == scope
+    assert wire.PROJECT_PREFIX == scopes.PREFIX  # the light side spells the read path's prefix
