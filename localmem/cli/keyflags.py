@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from localmem.storage.engine.keys import IDENTITY_ENV, KEY_FILE_ENV, read_key_file
+from localmem.storage.engine.keys import AGE_IDENTITY_ENV, KEY_FILE_ENV, read_key_file
 
 
 def add_key_file_flag(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_key_file_flag(p: argparse.ArgumentParser) -> None:
 
 def apply_key_file(args: argparse.Namespace) -> None:
     """Check ``--key-file`` / ``--age-identity`` now (one clear line if unusable) and pass them on by environment."""
-    for flag, env in (("key_file", KEY_FILE_ENV), ("age_identity", IDENTITY_ENV)):
+    for flag, env in (("key_file", KEY_FILE_ENV), ("age_identity", AGE_IDENTITY_ENV)):
         path: Path | None = getattr(args, flag, None)
         if path is not None:
             read_key_file(path)
