@@ -1,5 +1,8 @@
 """Run the server: stdio for desktop clients, streamable HTTP on 127.0.0.1, an optional
-folder watcher beside it. ``localmem serve`` and the ``localmem-mcp`` script land here.
+folder watcher beside it, and the store's resident socket (``localmem.resident``: CLI
+queries and hooks read through this process instead of loading the store and the model
+themselves); ``--transport socket`` serves the socket alone, without MCP.
+``localmem serve`` and the ``localmem-mcp`` script land here.
 
 stdout is the protocol wire on stdio: everything else (logs, watcher events, errors)
 goes to stderr. HTTP binds to loopback by default behind the gate of ``guard.py`` (Host
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +31,7 @@ from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
+from localmem.resident.server import ResidentServer
 from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
 from localmem.sync.background import syncing
 from localmem.sync.keys import Keyring, add_sync_flags, keyring
@@ -34,6 +39,7 @@ from mcp_server.guard import Gate, is_loopback, policy
 
 log = logging.getLogger("localmem.mcp")
 TOKEN_ENV = "LOCALMEM_MCP_TOKEN"
+TRANSPORTS = ("stdio", "http", "socket")
 DEFAULT_PORT = 8765
 
 
@@ -68,16 +74,22 @@ def serve(
     worker: bool = True,
     sync: SyncArgs | None = None,
     refuse: str | None = None,
+    resident: bool = True,
 ) -> int:
-    """Run until the client disconnects (stdio) or the process is stopped (HTTP). A store
-    that cannot be opened (no key, a wrong key, not a database) still gets a server: its
-    tools are listed and every call is a tool error naming the cause (``refusing_server``),
-    so a client shows why instead of "connection closed"."""
+    """Run until the client disconnects (stdio) or the process is stopped (HTTP, socket). A
+    store that cannot be opened (no key, a wrong key, not a database) still gets a server:
+    its tools are listed and every call is a tool error naming the cause
+    (``refusing_server``), so a client shows why instead of "connection closed".
+    ``resident``: also answer CLI queries and hooks on the store's socket."""
     token = token or os.environ.get(TOKEN_ENV) or None
-    if transport not in ("stdio", "http"):
-        raise ConfigError(f"unknown transport {transport!r}: stdio or http")
+    if transport not in TRANSPORTS:
+        raise ConfigError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
     if transport == "http" and not is_loopback(host) and not token:
         raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} (or pass --token)")
+    if transport == "socket":
+        if refuse is not None:
+            raise ConfigError(refuse)
+        return _serve_socket(settings, watch, sync)
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp_server.server import build_server, refusing_server
 
@@ -93,11 +105,16 @@ def serve(
         return 0
     with store, _syncing(settings, sync):
         watcher = _start_watcher(settings, watch, stop) if watch else None
-        server = build_server(store, generator=model, worker=worker)
+        lock = threading.Lock()  # one store call at a time: MCP tools, resources and socket queries
+        server = build_server(store, generator=model, worker=worker, lock=lock)
+        sock = ResidentServer(store, lock)
+        if resident:
+            sock.start()
         log.info("localmem MCP server on %s (%s)", settings.db, transport)
         try:
             _run(server, transport, host, port, token, origins, hosts)
         finally:
+            sock.stop()
             stop.set()
             if watcher is not None:
                 watcher.join(timeout=15)
@@ -129,6 +146,34 @@ def _syncing(settings: Settings, sync: SyncArgs | None) -> Iterator[None]:
         yield
 
 
+def _serve_socket(settings: Settings, watch: Path | None, sync: SyncArgs | None = None) -> int:
+    """The resident socket alone (no MCP SDK, no worker) until SIGINT or SIGTERM: the
+    small daemon for hooks and CLI queries when no MCP client keeps a server running."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with open_store(settings) as store, _syncing(settings, sync):
+            store.embedder.embed(["warm-up"])  # the model loaded now, not by the first caller
+            watcher = _start_watcher(settings, watch, stop) if watch else None
+            sock = ResidentServer(store)
+            if not sock.start(standby=False):
+                raise ConfigError(
+                    f"cannot serve {settings.db}'s socket: another process serves it, or no private folder"
+                )
+            log.warning("localmem resident socket for %s at %s", settings.db, sock.path)
+            try:
+                stop.wait()
+            finally:
+                sock.stop()
+                stop.set()
+                if watcher is not None:
+                    watcher.join(timeout=15)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
 def _start_watcher(settings: Settings, folder: Path, stop: threading.Event) -> threading.Thread:
     """The folder watcher in a thread with its own store (ingest only: the server's
     worker, when a model is configured, enriches what it ingests)."""
@@ -151,7 +196,12 @@ def _start_watcher(settings: Settings, folder: Path, stop: threading.Event) -> t
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``localmem serve`` and ``localmem-mcp``."""
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or http")
+    p.add_argument(
+        "--transport",
+        choices=TRANSPORTS,
+        default="stdio",
+        help="stdio (default), http, or socket: only the resident socket CLI queries and hooks use (no MCP)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP: port (default {DEFAULT_PORT})")
     p.add_argument(
@@ -177,6 +227,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_sync_flags(p)
     p.add_argument("--model", help="GGUF chat model for enrichment and the answer tool (default: $LOCALMEM_MODEL)")
     p.add_argument("--no-worker", action="store_true", help="do not enrich in the background")
+    p.add_argument(
+        "--no-socket",
+        action="store_true",
+        help="do not answer CLI queries and hooks on the store's local socket (docs/architecture.md)",
+    )
     p.add_argument(
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level"
     )
@@ -211,6 +266,7 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         worker=not args.no_worker,
         sync=sync,
         refuse=unusable,
+        resident=not args.no_socket,
     )
 
 

@@ -51,13 +51,15 @@ def build_server(
     generator: Generator | None = None,
     worker: bool = True,
     name: str = "localmem",
+    lock: threading.Lock | None = None,
 ) -> MCPServer[AppState]:
     """The MCP server over ``store``. ``generator``: the local model, when one is
     configured; it enables the ``answer`` tool and (with ``worker``) background
     enrichment of what ``remember`` stores. Tool descriptions and budget limits are read
-    from ``store.settings`` here, once."""
+    from ``store.settings`` here, once. ``lock``: the store's lock when something else
+    in the process uses the store too (the resident socket)."""
 
-    lock = threading.Lock()  # shared by tool calls and resource reads: one store call at a time
+    lock = lock or threading.Lock()  # shared by tool calls and resource reads: one store call at a time
 
     @asynccontextmanager
     async def lifespan(server: MCPServer[AppState]) -> AsyncIterator[AppState]:

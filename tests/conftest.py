@@ -1,6 +1,6 @@
 """Shared fixtures: the fake embedder and chat model of ``tests/helpers/fakes.py`` (for
 tests about other things), real stores in temp dirs, and an autouse fixture that keeps
-every test away from the user's real data and config directories."""
+every test away from the user's real data, config, cache and runtime directories."""
 
 from __future__ import annotations
 
@@ -28,6 +28,10 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    # resident sockets under XDG_DATA_HOME (a real runtime dir would collect the tests' ones)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    # one cache for the session: the embedding session built once (models/onnx_cache.py), not per test
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.delenv("LOCALMEM_DB", raising=False)
     monkeypatch.delenv("LOCALMEM_CONFIG", raising=False)
     monkeypatch.delenv("LOCALMEM_EMBEDDER", raising=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from localmem.cli import build_parser
+from localmem.cli import full_parser
 from tests.helpers.cli import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,7 +224,7 @@ def commands() -> list[tuple[str, str | None, argparse.ArgumentParser]]:
                     out.append((f"{path} {name}", helps.get(name), sub))
                     walk(sub, f"{path} {name}")
 
-    walk(build_parser(), "localmem")
+    walk(full_parser(), "localmem")  # every command's own parser loaded (the CLI loads them lazily)
     return out
 
 

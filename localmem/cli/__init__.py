@@ -6,48 +6,119 @@ a read-only file or folder: ``StoreError``, exit 8); a database or file error th
 here unnamed is one line too (``edge_error``), never a traceback. Every subcommand has help text, and the
 ones a script would read have ``--json``.
 
-This module holds the top-level parser and the error handling; the subcommands live by
-group in ``memory`` (ingest, watch, forget, backup, reindex, demo), ``read`` (query, explore,
-answer), ``enrichment`` (worker, enrich) and ``admin`` (stats, doctor, serve, mcp-config);
-``bench`` comes from ``localmem.cli.bench``. ``build_parser`` adds them in the order
+This module holds the top-level parser, the command table and the error handling. The
+subcommands live by group in ``memory`` (ingest, watch, forget, backup, reindex, demo), ``capture``, ``redact``, ``hooks``, ``train``,
+``query`` (query, recall), ``read`` (explore, answer), ``enrichment`` (worker, enrich),
+``admin`` (stats, doctor, serve, mcp-config) and the others ``COMMANDS`` names, in the order
 ``localmem --help`` lists them.
+
+Invariant: a command's module is imported only when that command runs (or its help is
+asked for): ``COMMANDS`` holds each command's name and one-line help, and
+:class:`LazyCommands` adds the command's real parser when argparse reaches it. So
+``localmem --help`` and a query a resident process answers load neither numpy nor the model
+(docs/architecture.md, "Start-up"); tests/cli/test_cli.py checks the table against the
+modules' own help texts.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import apsw
 
 from localmem import __version__
-from localmem.cli import (
-    admin,
-    cable_flags,
-    capture,
-    enrichment,
-    export,
-    hooks,
-    memory,
-    pairlink,
-    read,
-    redact,
-    replica,
-    secure,
-    sync,
-    ui,
-)
-from localmem.cli.bench import add_bench_parser
-from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
-from localmem.cli.memory import DEMO_QUESTION
-from localmem.cli.train import add_train_parser
+from localmem.cli import cable_flags, keyflags
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
 from localmem.storage.engine import faults
 
-__all__ = ["DEMO_QUESTION", "_watch_worker", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "full_parser", "main"]
+
+
+class Command(NamedTuple):
+    name: str
+    help: str
+    module: str  # under localmem.cli
+    add: str  # the function of that module that adds the command's parser
+
+
+COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyday commands first
+    Command("ingest", "ingest a chat log, a chat export or a benchmark file", "memory", "add_ingest"),
+    Command(
+        "capture",
+        "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI) from their folders",
+        "capture",
+        "add_capture",
+    ),
+    Command(
+        "watch",
+        "ingest new and changed chat logs in a folder (or the coding agents' sessions) as they appear",
+        "memory",
+        "add_watch",
+    ),
+    Command("query", "reconstruct the past context that answers a question", "query", "add_query"),
+    Command("recall", "hook entry point: a JSON question on stdin, the context on stdout", "query", "add_recall"),
+    Command("worker", "run the enrichment worker in the foreground", "enrichment", "add_worker_parsers"),
+    Command("enrich", "enrich every queued turn now, then exit", "enrichment", "add_worker_parsers"),
+    Command("link", "build antecedent links without a model (CABLE, pair classifier)", "pairlink", "add_link"),
+    Command("explore", "answer a question by letting the local model walk the memory (MRAgent)", "read", "add_explore"),
+    Command("answer", "answer a question from memory with the local model", "read", "add_answer"),
+    Command("stats", "what the store holds, layer by layer", "admin", "add_stats"),
+    Command("doctor", "check the installation, the database and the models", "admin", "add_doctor"),
+    Command("forget", "delete turns (with their cues, edges and vectors)", "memory", "add_forget"),
+    Command("redact", "find and take out secrets and private spans that older versions stored", "redact", "add_redact"),
+    Command(
+        "export", "write sessions and turns as JSON Lines that `localmem ingest` reads back", "export", "add_export"
+    ),
+    Command("backup", "copy the database to a file, safely while it is in use", "memory", "add_backup"),
+    Command(
+        "encrypt", "encrypt the store in place (SQLite3 Multiple Ciphers); or change its key", "secure", "add_encrypt"
+    ),
+    Command("decrypt", "rewrite an encrypted store as plaintext", "secure", "add_decrypt"),
+    Command(
+        "replicate",
+        "keep a live replica of the store (Litestream; encrypted snapshots for an encrypted store)",
+        "replica",
+        "add_replicate",
+    ),
+    Command(
+        "restore",
+        "rebuild a store from a replica (Litestream or encrypted snapshots), optionally as of a time",
+        "replica",
+        "add_restore",
+    ),
+    Command("reindex", "re-embed everything with the configured embedder", "memory", "add_reindex"),
+    Command(
+        "sync", "share this memory with your other devices through a folder a sync tool carries", "sync", "add_sync"
+    ),
+    Command("demo", "ingest the bundled sample conversation and answer a question from it", "memory", "add_demo"),
+    Command("serve", "run the MCP server (stdio for desktop clients, or HTTP on 127.0.0.1)", "admin", "add_serve"),
+    Command(
+        "mcp-config",
+        "print or install the MCP server entry for Claude Desktop, VS Code or Cursor",
+        "admin",
+        "add_mcp_config",
+    ),
+    Command(
+        "hooks",
+        "install localmem's hooks into Claude Code, Codex CLI or Gemini CLI; or remove them; or show them",
+        "hooks",
+        "add_hooks",
+    ),
+    Command(
+        "ui",
+        "browse the memory in a local web page (ask with a trace, timeline, turns, health, forget)",
+        "ui",
+        "add_ui",
+    ),
+    Command("bench", "benchmarks: recall on LoCoMo / LongMemEval, latency at scale", "bench", "add_bench_parser"),
+    Command("train", "fine-tune the embedder on LongMemEval data (the train extra)", "train", "add_train_parser"),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"localmem: error: {_flag(undecodable[0])} is not valid UTF-8 text", file=sys.stderr)
         return 2
     try:
-        secure.apply_key_file(args)
+        keyflags.apply_key_file(args)
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
@@ -101,7 +172,54 @@ def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
     return str(named) if named is not None else f"{db}: {exc}"
 
 
+class LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """argparse's subcommands, each a placeholder (name and help) until argparse reaches
+    it; then the command's module is imported and its real parser takes the place."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, *rest: Any) -> None:
+        values = rest[0]
+        if values and values[0] in self._name_parser_map and values[0] not in loaded(self):
+            load(self, values[0])
+        super().__call__(parser, namespace, *rest)
+
+
+class _Collect:
+    """What a module's ``add_*`` function is handed in place of the subparsers action:
+    its ``add_parser`` makes the real parser and puts it in the placeholder's place (the
+    help line stays the table's)."""
+
+    def __init__(self, action: LazyCommands) -> None:
+        self.action = action
+        self.helps: dict[str, str | None] = {}
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self.helps[name] = kwargs.pop("help", None)
+        kwargs.setdefault("prog", f"{self.action._prog_prefix} {name}")
+        real: argparse.ArgumentParser = self.action._parser_class(**kwargs)
+        self.action._name_parser_map[name] = real
+        return real
+
+
+def load(action: LazyCommands, name: str) -> dict[str, str | None]:
+    """Put the real parser of command ``name`` (and of any sibling its module adds with
+    it) in place; the help texts the module gave, by command."""
+    command = next(c for c in COMMANDS if c.name == name)
+    # lazy: the command table's dispatch; a command's module is imported when it runs
+    module = importlib.import_module(f"localmem.cli.{command.module}")
+    collect = _Collect(action)
+    getattr(module, command.add)(collect)
+    loaded(action).update(collect.helps)
+    return collect.helps
+
+
+def loaded(action: LazyCommands) -> set[str]:
+    """The commands whose real parser is in place."""
+    done: set[str] = action.__dict__.setdefault("_localmem_loaded", set())
+    return done
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``localmem`` parser; a command's own parser is added when it is reached."""
     p = argparse.ArgumentParser(
         prog="localmem",
         description="Local-first long-term memory for LLM assistants: one SQLite file, no cloud.",
@@ -113,38 +231,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedding model: 'default' (MiniLM ONNX), a .gguf file or an ONNX embedder folder "
         "(default: $LOCALMEM_EMBEDDER or config)",
     )
-    secure.add_key_file_flag(p)
-    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+    keyflags.add_key_file_flag(p)
+    sub = p.add_subparsers(title="commands", metavar="COMMAND", action=LazyCommands)
+    for command in COMMANDS:
+        sub.add_parser(command.name, help=command.help, add_help=False)
+    return p
 
-    # the order of `localmem --help`: the everyday commands first, groups interleaved
-    for add in (
-        memory.add_ingest,
-        capture.add_capture,
-        memory.add_watch,
-        read.add_query,
-        enrichment.add_worker_parsers,
-        pairlink.add_link,
-        read.add_explore,
-        read.add_answer,
-        admin.add_stats,
-        admin.add_doctor,
-        memory.add_forget,
-        redact.add_redact,
-        export.add_export,
-        memory.add_backup,
-        secure.add_encrypt,
-        secure.add_decrypt,
-        replica.add_replicate,
-        replica.add_restore,
-        memory.add_reindex,
-        sync.add_sync,
-        memory.add_demo,
-        admin.add_serve,
-        admin.add_mcp_config,
-        hooks.add_hooks,
-        ui.add_ui,
-        add_bench_parser,
-        add_train_parser,
-    ):
-        add(sub)
+
+def full_parser() -> argparse.ArgumentParser:
+    """The parser with every command's real parser in place (docs and tests walk it)."""
+    p = build_parser()
+    action = next(a for a in p._actions if isinstance(a, LazyCommands))
+    for command in COMMANDS:
+        load(action, command.name)
     return p

@@ -45,7 +45,9 @@ def add_serve(sub: Subparsers) -> None:
         "serve",
         help="run the MCP server (stdio for desktop clients, or HTTP on 127.0.0.1)",
         description="Run localmem's MCP server. stdio (default) is what desktop clients start; --transport http "
-        "serves streamable HTTP on 127.0.0.1 (another --host needs --token). Logs go to stderr.",
+        "serves streamable HTTP on 127.0.0.1 (another --host needs --token). Either also answers `localmem query` "
+        "and `localmem recall` of the same store on a local socket (--no-socket: not); --transport socket serves "
+        "only that socket, without MCP. Logs go to stderr.",
     )
 
     add_arguments(c)

@@ -32,6 +32,7 @@ from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
+from localmem.cli.bench_startup import add_startup_parser
 from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.cli.common import print_result
 from localmem.config import Settings
@@ -207,6 +208,7 @@ def add_bench_parser(sub: Any) -> None:
     add_reliability_parsers(bsub)
     add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
+    add_startup_parser(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)
     add_capture_bench_parsers(bsub)

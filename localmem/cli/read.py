@@ -1,8 +1,7 @@
-"""The commands that read memory: query (context, no model), answer and explore (local model).
+"""The commands that answer from memory with the local model: answer and explore.
 
-Each ``add_*`` function adds one subcommand to the parser; ``localmem.cli.build_parser`` calls
-them in the order ``localmem --help`` lists the commands. ``query --batch`` prints one JSON
-line per input line, flushed as it goes, and names the input line of any error.
+Each ``add_*`` function adds one subcommand to the parser (``localmem.cli.COMMANDS`` says
+when). ``query`` and ``recall``, which read without a model, are in ``localmem.cli.query``.
 """
 
 from __future__ import annotations
@@ -10,48 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from localmem.answering.answer import answer
 from localmem.answering.explore import MAX_CALLS, MAX_ROUNDS, MAX_TOKENS, explore
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, print_json
-from localmem.config import Settings, default
-from localmem.errors import InputError
+from localmem.cli.query import BUDGET_HELP
+from localmem.config import Settings
 from localmem.memory import generator, open_store
 from localmem.models.llm import require_model_layer
-from localmem.retrieval.reconstruct import reconstruct
-from localmem.retrieval.scope import PREFIX as PROJECT_PREFIX
-from localmem.storage.write.store import Store
-
-BUDGET_HELP = (
-    f"token budget of the context (default: the budget_tokens setting, {default('budget_tokens')}; "
-    f"at most max_budget_tokens, {default('max_budget_tokens')})"
-)
-
-
-def add_query(sub: Subparsers) -> None:
-    c = sub.add_parser(
-        "query",
-        help="reconstruct the past context that answers a question",
-        description="Reconstruct context (no LLM call).",
-    )
-    c.add_argument("text", nargs="?", help="the question")
-    c.add_argument("--budget", type=int, help=BUDGET_HELP)
-    c.add_argument("--as-of", help="ignore turns after this time (ISO 8601, '2023/05/30 (Tue) 23:40', ...)")
-    c.add_argument("--scope", help="only sessions of this source (e.g. locomo:conv-26) or this session key")
-    c.add_argument(
-        "--project",
-        metavar="PATH",
-        help="a project's sessions (run in PATH's repository or folder) plus what the person said anywhere "
-        "else (same as --scope project:PATH; docs/capture.md)",
-    )
-    c.add_argument(
-        "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
-    )
-    c.add_argument("--json", action="store_true", help="print JSON (text, tokens, turns with reasons)")
-    cable_flags.add_read_flags(c)
-    c.set_defaults(func=cmd_query)
 
 
 def add_explore(sub: Subparsers) -> None:
@@ -89,55 +55,6 @@ def add_answer(sub: Subparsers) -> None:
     c.add_argument("--json", action="store_true", help="print JSON (answer and cited turns)")
     cable_flags.add_read_flags(c)
     c.set_defaults(func=cmd_answer)
-
-
-def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
-    if bool(args.text) == bool(args.batch):
-        raise InputError("give either a question or --batch FILE")
-    if args.project:
-        if args.scope:
-            raise InputError("give --scope or --project, not both")
-        args.scope = PROJECT_PREFIX + args.project
-    with open_store(settings) as store:
-        if args.text:
-            ctx = reconstruct(store, args.text, args.budget, as_of=args.as_of, scope=args.scope)
-            if args.json:
-                print_json(ctx.to_dict())
-            else:
-                print(ctx.text or "(nothing relevant found)")
-                print(f"\n[{ctx.tokens} tokens, {len(ctx.turns)} turns]", file=sys.stderr)
-            return 0
-        return _query_batch(store, args)
-
-
-def _query_batch(store: Store, args: argparse.Namespace) -> int:
-    path: Path = args.batch
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=str(path)) from exc
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=str(path), where=f"line {n}") from exc
-        if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise InputError("each line needs a string field 'query'", path=str(path), where=f"line {n}")
-        try:
-            ctx = reconstruct(
-                store,
-                item["query"],
-                item.get("budget", args.budget),
-                as_of=item.get("as_of"),
-                scope=item.get("scope", args.scope),
-            )
-        except InputError as exc:
-            raise InputError(str(exc), path=str(path), where=f"line {n}") from exc
-        print_json(ctx.to_dict())
-        sys.stdout.flush()
-    return 0
 
 
 def _explore(args: argparse.Namespace, settings: Settings, rounds: int, calls: int, max_tokens: int) -> int:

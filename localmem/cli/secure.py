@@ -1,16 +1,14 @@
-"""``localmem encrypt`` / ``decrypt`` and the global ``--key-file``: encryption at rest.
+"""``localmem encrypt`` / ``decrypt``: encryption at rest.
 
 The key never comes from a command-line value (argv shows in the process list): it is
-``$LOCALMEM_KEY``, a key file (``--key-file``, mode 600) or the OS keyring
-(``localmem.storage.engine.keys``). ``--key-file`` is put in ``$LOCALMEM_KEY_FILE`` so that every
-process this one starts (the worker, the MCP server) opens the store with it too. The
-conversion itself is ``localmem.storage.copies.convert.convert``.
+``$LOCALMEM_KEY``, a key file (``--key-file``, mode 600: ``localmem.cli.keyflags``) or the OS
+keyring (``localmem.storage.engine.keys``). The conversion itself is
+``localmem.storage.copies.convert.convert``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -18,34 +16,9 @@ from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
 from localmem.storage.copies import convert
-from localmem.storage.copies.age import IDENTITY_ENV
-from localmem.storage.engine.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
+from localmem.storage.engine.keys import NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
 KEY_HELP = "the store's encryption key is read from $LOCALMEM_KEY, --key-file or the OS keyring, never from argv"
-
-
-def add_key_file_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--key-file",
-        type=Path,
-        metavar="FILE",
-        help="file holding the store's encryption key (mode 600); else $LOCALMEM_KEY or the OS keyring",
-    )
-    p.add_argument(
-        "--age-identity",
-        type=Path,
-        metavar="FILE",
-        help="age identity (mode 600) to read age-encrypted exports and backups; else $LOCALMEM_AGE_IDENTITY",
-    )
-
-
-def apply_key_file(args: argparse.Namespace) -> None:
-    """Check ``--key-file`` / ``--age-identity`` now (one clear line if unusable) and pass them on by environment."""
-    for flag, env in (("key_file", KEY_FILE_ENV), ("age_identity", IDENTITY_ENV)):
-        path: Path | None = getattr(args, flag, None)
-        if path is not None:
-            read_key_file(path)
-            os.environ[env] = str(path.resolve())
 
 
 def add_encrypt(sub: Subparsers) -> None:

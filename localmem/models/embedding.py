@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from localmem.errors import ModelError
-from localmem.models.onnx_graph import gather_int8_rows
+from localmem.models import onnx_cache
 from localmem.util import heap
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -114,18 +114,23 @@ class OnnxMiniLM:
         path = self._model_path or _packaged_onnx()
         tok = self._make_tokenizer()
         tok.no_padding()  # batches are padded here, after sorting by length
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self._threads or min(4, os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle worker threads sleep instead of spinning: between calls the host process
-        # (SQLite, Python) needs the cores, and spinning made 2 threads slower than 1
-        # whenever other work shared the machine.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.log_severity_level = 3
+        threads = self._threads or min(4, os.cpu_count() or 1)
+
+        def options(level: Any) -> Any:
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            opts.graph_optimization_level = level
+            # Idle worker threads sleep instead of spinning: between calls the host process
+            # (SQLite, Python) needs the cores, and spinning made 2 threads slower than 1
+            # whenever other work shared the machine.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            opts.log_severity_level = 3
+            return opts
+
         try:
-            self._session = _session(ort, gather_int8_rows(Path(path).read_bytes()), opts)
+            self._session = onnx_cache.session(ort, Path(path), options)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"cannot load embedding model {path}: {exc}") from exc
         self._tokenizer = tok
@@ -135,6 +140,13 @@ class OnnxMiniLM:
     def _make_tokenizer(self) -> Any:
         """The packaged model's WordPiece tokenizer, truncating at ``MAX_TOKENS``."""
         return minilm_tokenizer(MAX_TOKENS)
+
+    def load(self) -> None:
+        """Load the model now instead of at the first ``embed`` (the read path does, before
+        it loads the store's vector mirrors, so the two loads' memory does not stack)."""
+        with self._lock:
+            if self._session is None:
+                self._load()
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         if self._session is None:
@@ -250,28 +262,6 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     m = mask[:, :, None].astype(np.float32)
     pooled: np.ndarray = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
     return pooled
-
-
-def _session(ort: Any, model: bytes, opts: Any) -> Any:
-    """An onnxruntime session of ``model``, loaded through a path where the OS can name
-    memory (a memfd): given the bytes themselves, onnxruntime keeps a copy of them for
-    the session's life (+22 MB resident, measured), and from a path it does not."""
-    providers = ["CPUExecutionProvider"]
-    if not hasattr(os, "memfd_create"):
-        return ort.InferenceSession(model, sess_options=opts, providers=providers)
-    fd = os.memfd_create("localmem-embedding-model")
-    try:
-        named = f"/proc/self/fd/{fd}"
-        if not os.path.exists(named):  # no /proc mounted (some sandboxes)
-            return ort.InferenceSession(model, sess_options=opts, providers=providers)
-        try:
-            with os.fdopen(os.dup(fd), "wb") as out:
-                out.write(model)
-        except OSError:  # a file-size limit (ulimit -f) counts a memfd too: load from the bytes
-            return ort.InferenceSession(model, sess_options=opts, providers=providers)
-        return ort.InferenceSession(named, sess_options=opts, providers=providers)
-    finally:
-        os.close(fd)  # the memory goes with the last descriptor
 
 
 def _packaged_onnx() -> Path:

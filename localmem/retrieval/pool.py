@@ -19,6 +19,8 @@ ignored (position -1), never used as an index.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -36,34 +38,69 @@ from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
 from localmem.storage.write.store import Store
 
 
-def _signals(store: Store, view: MirrorView, query: str, qvec: np.ndarray, visible: np.ndarray, m: int) -> Signals:
+@dataclass
+class Lexical:
+    """The lexical lists of a query: bm25 of the matching visible turns and cues (and of
+    model-extracted cues, when they are read)."""
+
+    bm: Sparse
+    cbs: Sparse  # statement cues; with extracted_cues == "all", extracted ones too
+    xbm: Sparse | None  # extracted cues, when extracted_cues is "fill" and the store has some
+
+
+def _cue_masks(store: Store, view: MirrorView, visible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cues the ranked lists may hold, and the visible model-extracted ones.
+    Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
+    statement cues; "fill" keeps every list and feature model-free (what the scorer was
+    fitted on) and lets them only propose extra candidates, packed last; "off" ignores them."""
+    cm = view.cue
+    cue_ok = _at(visible, view.cue_pos)
+    extracted = cue_ok & ~cm.statement
+    if store.params.extracted_cues != "all":
+        cue_ok = cue_ok & cm.statement
+    return cue_ok, extracted
+
+
+def lexical_lists(store: Store, view: MirrorView, query: str, visible: np.ndarray) -> Lexical:
+    """The FTS5 side of the ranked lists (SQL only, no model: it can run while the
+    query is embedded, ``candidate_pool``)."""
+    cue_ok, extracted = _cue_masks(store, view, visible)
+    mode = store.params.extracted_cues
+    bm = _lexical(store, "turns_fts", query, view.turn, visible)
+    cbs = _lexical(store, "cues_fts", query, view.cue, cue_ok)
+    xbm = None
+    if mode != "off" and extracted.any():
+        xbm = _lexical(store, "extracted_cues_fts", query, view.cue, extracted)
+        if mode == "all":
+            cbs, xbm = cbs.plus(xbm), None  # disjoint rows
+    return Lexical(bm, cbs, xbm)
+
+
+def _signals(
+    store: Store,
+    view: MirrorView,
+    query: str,
+    qvec: np.ndarray,
+    visible: np.ndarray,
+    m: int,
+    lex: Lexical | None = None,
+) -> Signals:
     """The four ranked lists. Dense ones: a Hamming shortlist of the visible rows, rescored
-    with their exact vectors (``VectorMirror.nearest``), so ranks and cosines are exact."""
+    with their exact vectors (``VectorMirror.nearest``), so ranks and cosines are exact.
+    ``lex``: the lexical lists when already read (else read here)."""
     tm, cm, cue_pos = view.turn, view.cue, view.cue_pos
     conn = store.conn
     qcode = quantize(qvec, tm.words)[0]
     tdist, cdist = tm.hamming(qcode), cm.hamming(qcode)
     tpos, tsims = tm.nearest(conn, qvec, m, visible, tdist)
-    cue_ok = _at(visible, cue_pos)
-    # Model-extracted cues (``RetrievalParams.extracted_cues``): "all" treats them like
-    # statement cues; "fill" keeps every list and feature model-free (what the scorer
-    # was fitted on) and lets them only propose extra candidates, packed last; "off"
-    # ignores them.
-    mode = store.params.extracted_cues
-    extracted = cue_ok & ~cm.statement
-    if mode != "all":
-        cue_ok = cue_ok & cm.statement
+    cue_ok, extracted = _cue_masks(store, view, visible)
     cpos, csims = cm.nearest(conn, qvec, m, cue_ok, cdist)
-    bm = _lexical(store, "turns_fts", query, tm, visible)
-    cbs = _lexical(store, "cues_fts", query, cm, cue_ok)
+    lex = lex or lexical_lists(store, view, query, visible)
+    bm, cbs = lex.bm, lex.cbs
     extra: list[int] = []
-    if mode != "off" and extracted.any():
-        xbm = _lexical(store, "extracted_cues_fts", query, cm, extracted)
-        if mode == "all":
-            cbs = cbs.plus(xbm)  # disjoint rows
-        else:
-            xpos, _ = cm.nearest(conn, qvec, m, extracted, cdist)
-            extra = _first_turns(cue_pos[xpos], m) + _first_turns(cue_pos[xbm.top(m)], m)
+    if lex.xbm is not None:  # "fill": extracted cues only propose candidates
+        xpos, _ = cm.nearest(conn, qvec, m, extracted, cdist)
+        extra = _first_turns(cue_pos[xpos], m) + _first_turns(cue_pos[lex.xbm.top(m)], m)
     lists = [
         [int(i) for i in bm.top(m)],
         [int(i) for i in tpos],
@@ -90,13 +127,12 @@ LIST_NAMES = ("turn bm25", "turn cosine", "cue cosine", "cue bm25")
 def ranked_lists(store: Store, query: str, flt: Filter, depth: int) -> list[list[int]]:
     """The pool's four ranked lists (``LIST_NAMES``) as turn ids, ``depth`` deep instead
     of ``candidates``: where a turn the pool missed stands in each (loss analysis)."""
-    text, qvec = _embed_query(store, query)
     with store.snapshot():
         view = store.mirrors()
         if len(view.turn.ids) == 0:
             return [[] for _ in LIST_NAMES]
         listed = listable(store, view.turn, query, visible_mask(store, view.turn, flt))
-        sig = _signals(store, view, query, dense_vector(store, view.turn, query, text, qvec), listed, depth)
+        sig = _signals(store, view, query, _embed(store, dense_text(store, query, view.turn.names)), listed, depth)
         return [[int(view.turn.ids[p]) for p in lst] for lst in sig.lists]
 
 
@@ -168,20 +204,48 @@ def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | Non
     """Anchors + expansion + features for a query; None when nothing is visible/matches.
     Reads one snapshot of the store (the caller's, when it holds one). With ``weights``,
     a costly feature they give no weight (``scent``) is left 0; without, every one is
-    computed (fitting, explaining)."""
-    # Embedded before the mirrors load: a process's first embedding loads the model, and
-    # that load's transient memory (~120 MB) then does not stack on the mirrors' (bench
-    # scale, 1M turns: peak 477 MB otherwise, 398 MB this way).
-    text, qvec = _embed_query(store, query)
+    computed (fitting, explaining).
+
+    The query is embedded while a worker thread reads the lexical lists (FTS5) on the
+    store's connection: both release the GIL (onnxruntime, SQLite), so on two cores the
+    lexical lists cost little more than nothing; this thread runs no SQL meanwhile, and
+    the worker is done before anything else reads."""
+    # The model is loaded before the mirrors: a process's first embedding loads it, and
+    # that load's transient memory then does not stack on the mirrors' (bench scale, 1M
+    # turns: peak 477 MB otherwise, 398 MB this way).
+    load = getattr(store.embedder, "load", None)
+    if load is not None:
+        load()
     with store.snapshot():
-        return _candidate_pool(store, store.mirrors(), query, text, qvec, flt, weights)
+        view = store.mirrors()
+        tm = view.turn
+        if len(tm.ids) == 0:
+            return None
+        visible = visible_mask(store, tm, flt)
+        listed = listable(store, tm, query, visible)
+        lex = _worker().submit(lexical_lists, store, view, query, listed)
+        try:
+            qvec = _embed(store, dense_text(store, query, tm.names))
+        finally:
+            lexical = lex.result()  # the connection is this thread's again
+        return _candidate_pool(store, view, query, qvec, visible, listed, lexical, weights, flt)
 
 
-def _embed_query(store: Store, query: str) -> tuple[str, np.ndarray]:
-    """The text the dense search will most likely use (``dense_text``, by the speakers
-    the store last had in memory) and its embedding."""
-    text = dense_text(store, query, store.speaker_names_hint())
-    return text, store.embedder.embed([text])[0].astype(np.float32)
+_pool_thread: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _worker() -> ThreadPoolExecutor:
+    """This process's thread for the lexical lists (a forked child makes its own: the
+    parent's thread does not exist there)."""
+    global _pool_thread
+    if _pool_thread is None or _pool_thread[0] != os.getpid():
+        _pool_thread = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="localmem-lexical"))
+    return _pool_thread[1]
+
+
+def _embed(store: Store, text: str) -> np.ndarray:
+    out: np.ndarray = store.embedder.embed([text])[0].astype(np.float32)
+    return out
 
 
 def dense_text(store: Store, query: str, speakers: list[str]) -> str:
@@ -191,27 +255,20 @@ def dense_text(store: Store, query: str, speakers: list[str]) -> str:
     return query if spoken is None else spoken
 
 
-def dense_vector(store: Store, tm: TurnMirror, query: str, text: str, qvec: np.ndarray) -> np.ndarray:
-    """The vector the dense lists and cosine features use: ``qvec`` (the embedding of
-    ``text``) when ``text`` is what the snapshot's speakers call for, else that text's
-    embedding (a speaker the hint did not know yet)."""
-    want = dense_text(store, query, tm.names)
-    if want == text:
-        return qvec
-    out: np.ndarray = store.embedder.embed([want])[0].astype(np.float32)
-    return out
-
-
 def _candidate_pool(
-    store: Store, view: MirrorView, query: str, text: str, qvec: np.ndarray, flt: Filter, weights: Weights | None
+    store: Store,
+    view: MirrorView,
+    query: str,
+    qvec: np.ndarray,
+    visible: np.ndarray,
+    listed: np.ndarray,
+    lex: Lexical | None,
+    weights: Weights | None,
+    flt: Filter,
 ) -> Pool | None:
     tm = view.turn
-    if len(tm.ids) == 0:
-        return None
-    visible = visible_mask(store, tm, flt)
-    listed = listable(store, tm, query, visible)
     m = depth(store.params.candidates, store.params.candidates_ref_turns, int(listed.sum()))
-    sig = _signals(store, view, query, dense_vector(store, tm, query, text, qvec), listed, m)
+    sig = _signals(store, view, query, qvec, listed, m, lex)
     fused = rrf([[(t, 0.0) for t in lst] for lst in sig.lists], store.params.rrf_k)
     if not fused:
         return None

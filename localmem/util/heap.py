@@ -14,7 +14,6 @@ musl, Windows).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from collections.abc import Callable
 
@@ -26,9 +25,11 @@ def _malloc_trim() -> object:
     global _trim
     if _trim is None:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            # the symbols the process already has: libc is loaded; looking it up by name
+            # (ctypes.util.find_library) runs ldconfig in a subprocess, ~7 ms of every start
+            libc = ctypes.CDLL(None)
             _trim = getattr(libc, "malloc_trim", False)
-        except OSError:
+        except (OSError, TypeError):  # TypeError: Windows has no handle for "this process"
             _trim = False
     return _trim
 

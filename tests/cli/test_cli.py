@@ -7,11 +7,27 @@ from pathlib import Path
 
 import pytest
 
-from localmem.cli import build_parser
+from localmem.cli import COMMANDS, LazyCommands, build_parser, load
 from tests.helpers.benchdata import locomo_doc
 from tests.helpers.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
+
+
+def test_command_table_matches_the_modules() -> None:
+    """``localmem --help`` lists the table's help lines without importing the commands'
+    modules: each must be the help its module gives, and the table must hold every
+    command a module adds (and no other)."""
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, LazyCommands))
+    given: dict[str, str | None] = {}
+    for command in COMMANDS:
+        given.update(load(action, command.name))
+    assert set(given) == {c.name for c in COMMANDS}
+    for command in COMMANDS:
+        assert given[command.name] == command.help, command.name
+    # the real parser took the placeholder's place: a command's own flags parse
+    assert parser.parse_args(["query", "q", "--budget", "50"]).budget == 50
 
 
 def test_ingest_query_stats_roundtrip(tmp_path: Path) -> None:

@@ -245,7 +245,7 @@ def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
 def test_watch_runs_the_worker_only_when_a_model_is_configured(tmp_path: Path) -> None:
     import threading
 
-    from localmem.cli import _watch_worker
+    from localmem.cli.enrichment import watch_worker as _watch_worker
 
     assert _watch_worker(Settings(db=tmp_path / "a.db")) is None
     missing = Settings(db=tmp_path / "a.db", model=str(tmp_path / "nope.gguf"))

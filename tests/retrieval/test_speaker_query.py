@@ -78,7 +78,8 @@ def test_the_pool_searches_with_the_first_person_vector_when_on(tmp_path: Path) 
         emb.texts.clear()
         pool = candidate_pool(store, "What did Melanie paint with Melanie's kids?", Filter())
         assert pool is not None
-        assert emb.texts[-1] == "What did I paint with my kids?"
+        # embedded once, after the mirrors are read: in the speakers' words from the first query on
+        assert emb.texts == ["What did I paint with my kids?"]
         assert np.allclose(pool.qvec, emb.embed(["What did I paint with my kids?"])[0])
         # Once the store's speakers are in memory, only the first-person text is embedded.
         emb.texts.clear()
@@ -105,8 +106,8 @@ def test_a_speaker_new_since_the_last_read_is_still_seen(tmp_path: Path) -> None
         emb.texts.clear()
         pool = candidate_pool(store, "What did Jon open?", Filter())
         assert pool is not None
-        # The hint did not know Jon: the query as written, then in Jon's words.
-        assert emb.texts == ["What did Jon open?", "What did I open?"]
+        # The query is embedded after the snapshot's mirrors are read: Jon's words at once.
+        assert emb.texts == ["What did I open?"]
         assert np.allclose(pool.qvec, emb.embed(["What did I open?"])[0])
     finally:
         store.close()

@@ -73,3 +73,16 @@ def test_a_forked_child_gets_its_own_helper_thread() -> None:
 
 def _child_distances(n: int) -> int:
     return int(hamming.distances(np.ones((6, n), dtype=np.uint64), np.zeros(6, dtype=np.uint64)).sum())
+
+
+@pytest.mark.parametrize(("n", "k"), [(1, 1), (7, 3), (5_000, 12), (hamming.BLOCK + 5, 1), (70_001, 40)])
+def test_many_codes_at_once_equal_one_by_one(n: int, k: int) -> None:
+    rng = np.random.default_rng(n + k)
+    for words in (1, 4, 6):
+        codes = rng.integers(0, 2**63, (words, n), dtype=np.uint64) | np.uint64(1 << 63)
+        qs = rng.integers(0, 2**63, (k, words), dtype=np.uint64)
+        got = hamming.distances_many(codes, qs)
+        assert got.shape == (k, n) and got.dtype == np.uint16
+        assert np.array_equal(got, np.stack([hamming.distances(codes, q) for q in qs]))
+    ones = np.full((6, 3), np.uint64(2**64 - 1))
+    assert hamming.distances_many(ones, np.zeros((2, 6), dtype=np.uint64)).tolist() == [[384] * 3] * 2

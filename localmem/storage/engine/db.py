@@ -20,18 +20,20 @@ unlocked (``storage.keys.unlock``) before anything else on the connection.
 from __future__ import annotations
 
 import gc
+import importlib.util
 import logging
+import os
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import apsw
-import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
 from localmem.storage.engine import checkpoints, faults, keys, partials
@@ -173,6 +175,17 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
             return _open(uri, readonly=True, reason=faults.why_read_only(target, folder_said=True), path=target)
 
 
+@cache
+def vec_extension() -> str:
+    """The sqlite-vec loadable extension's path, as ``sqlite_vec.loadable_path()`` gives it,
+    without running the package's ``__init__`` (it imports the stdlib's sqlite3 and numpy:
+    ~10 ms of a query's start for one path)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the sqlite-vec package is not installed; reinstall localmem")
+    return os.path.normpath(os.path.join(next(iter(spec.submodule_search_locations)), "vec0"))
+
+
 def _open(target: str, *, readonly: bool, path: str, reason: str | None = None) -> Conn:
     # ``target`` may be a read-only URI of ``path``; the key is looked up by the path.
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
@@ -183,7 +196,7 @@ def _open(target: str, *, readonly: bool, path: str, reason: str | None = None) 
         keys.unlock(conn, path)  # first: SQLite3MC needs the key before any page is read
         conn.set_busy_timeout(busy_timeout_ms())  # BUSY_TIMEOUT_MS unless $LOCALMEM_BUSY_TIMEOUT_MS
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(vec_extension())
         conn.enable_load_extension(False)
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly:

@@ -211,3 +211,21 @@ def cipher_name() -> str:
     finally:
         conn.close()
     return f"{getattr(apsw, 'mc_version', 'SQLite3MC')}, {cipher[0][0] if cipher else 'default cipher'}"
+
+
+def key_opens(path: str | Path) -> bool:
+    """Whether this process's key sources open the encrypted store at ``path``: a
+    connection opened read-only, keyed, page 1 read, closed. A caller checks this before
+    it asks a resident process (which holds the store open with its own key) to read the
+    store, so the process keeps to the rules it would meet opening the store itself."""
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return False
+    try:
+        unlock(conn, path)
+        return True
+    except (ConfigError, apsw.Error):  # StoreLocked is a ConfigError: no key, or a wrong one
+        return False
+    finally:
+        conn.close()

@@ -59,6 +59,34 @@ def _count(codes: np.ndarray, qcode: np.ndarray, out: np.ndarray, lo: int, hi: i
             np.add(out[start:end], acc[:m], out=out[start:end])
 
 
+def distances_many(codes: np.ndarray, qcodes: np.ndarray) -> np.ndarray:
+    """Hamming distances of every row's code to each of ``qcodes`` ((k, words) uint64),
+    as a (k, n) uint16 matrix: row i equals ``distances(codes, qcodes[i])``. The same
+    arithmetic as :func:`_count` (popcounts summed in uint8 per group of words, in
+    preallocated blocks), done for all k codes in each operation: ingest links a new
+    turn's cues together, and on a cue mirror of a few thousand rows per-call overhead,
+    not arithmetic, is what a pass costs."""
+    k, n = len(qcodes), codes.shape[1]
+    words = codes.shape[0]
+    out = np.zeros((k, n), dtype=np.uint16)
+    m0 = max(1, min(n, BLOCK // max(k, 1)))  # block temporaries of ~BLOCK elements
+    xor = np.empty((k, m0), dtype=np.uint64)
+    bits = np.empty((k, m0), dtype=np.uint8)
+    acc = np.empty((k, m0), dtype=np.uint8)
+    q = qcodes.T[:, :, None]  # (words, k, 1)
+    for start in range(0, n, m0):
+        end = min(start + m0, n)
+        m = end - start
+        for g in range(0, words, _GROUP):
+            for w in range(g, min(g + _GROUP, words)):
+                np.bitwise_xor(codes[w, start:end][None, :], q[w], out=xor[:, :m])
+                np.bitwise_count(xor[:, :m], out=bits[:, :m] if w > g else acc[:, :m])
+                if w > g:
+                    np.add(acc[:, :m], bits[:, :m], out=acc[:, :m])
+            np.add(out[:, start:end], acc[:, :m], out=out[:, start:end])
+    return out
+
+
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 
 

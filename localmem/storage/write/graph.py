@@ -44,7 +44,7 @@ def link_semantic(conn: Conn, view: MirrorView, turn_ids: list[int], k: int) -> 
     """Add semantic edges for the cues of ``turn_ids`` (their ``k`` nearest cues of other
     turns in the synced mirrors ``view``); returns edges written. Per new cue: a Hamming
     pass over the candidate cues' codes, then exact cosines of its ``LINK_SHORTLIST``
-    nearest."""
+    nearest (a turn's cues take their Hamming pass together, ``hamming.distances_many``)."""
     cm = view.cue
     if k <= 0 or not turn_ids or len(cm.ids) < 2:
         return 0
@@ -63,8 +63,9 @@ def link_semantic(conn: Conn, view: MirrorView, turn_ids: list[int], k: int) -> 
         cand = None if few else _cues_of_near_turns(view, a)
         codes = cm.codes if cand is None else cm.codes[:, cand]
         own = cm.turns == a if cand is None else cm.turns[cand] == a  # never link a turn to itself
-        for r, vec in zip(rows[mine], vecs[mine], strict=True):
-            dist = hamming.distances(codes, cm.codes[:, r])
+        mine_rows = rows[mine]
+        many = hamming.distances_many(codes, np.ascontiguousarray(cm.codes[:, mine_rows].T))
+        for vec, dist in zip(vecs[mine], many, strict=True):
             dist[own] = FAR
             short = hamming.shortlist(dist, None, size)
             pos = short if cand is None else cand[short]

@@ -85,12 +85,6 @@ class Store:
         """Both vector mirrors as of one commit: the current snapshot's, or the newest."""
         return self._mirrors.view()
 
-    def speaker_names_hint(self) -> list[str]:
-        """The speakers of the turn mirror loaded last, without reading the store: a
-        hint that may lack speakers written since (empty before the first load)."""
-        last = self._mirrors.last()
-        return list(last.turn.names) if last is not None else []
-
     def mirror(self, table: str) -> VectorMirror:
         """The in-memory mirror of the ``cue`` or ``turn`` vectors (see :meth:`mirrors`)."""
         view = self.mirrors()

@@ -1,0 +1,180 @@
+"""The embedding model's onnxruntime session, built once per machine and then loaded ready-made.
+
+Building the MiniLM session from the packaged graph costs a process ~150 ms of CPU before
+its first query: reading 23 MB, the int8 word-table edit (:mod:`localmem.models.onnx_graph`),
+parsing, graph optimisation and constant folding (measured in docs/benchmarks.md, "Start-up").
+onnxruntime can save the graph as it stands after those steps (``optimized_model_filepath``);
+a session loaded from that file with optimisation off skips them all (~50 ms). The first
+process that builds a session saves it under the user cache dir; later ones load it.
+
+Invariants:
+- a cached graph is used only if it gives the same output, bit for bit: when it is saved,
+  a probe batch (rows of different lengths, padding included) runs through both the
+  freshly built session and one loaded from the saved file, and the file is kept only if
+  every number is equal; otherwise an ``.unusable`` marker for that key stops further tries
+  and every process builds the session as before;
+- the key names everything the saved graph depends on: the source model's path, size and
+  modification time, onnxruntime's version, the graph edit's version, the machine and its
+  CPU flags; anything else changes a new key, and files of old keys are left to the user
+  (each ~55 MB; ``localmem doctor`` does not need them);
+- never an error of its own: a cache folder that cannot be made or written, or a file that
+  cannot be loaded, falls back to building the session from the model (a file that fails
+  to load is removed);
+- files are written whole or not at all (a temporary name, then a rename) in a folder of
+  mode 700, each of mode 600 (the graph is the public model's: nothing secret, but no
+  other user may swap it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import platformdirs
+
+from localmem.models.onnx_graph import gather_int8_rows
+
+EDIT_VERSION = 1  # bump when gather_int8_rows changes what it writes
+PROVIDERS = ["CPUExecutionProvider"]
+# Options for a level: onnxruntime's GraphOptimizationLevel value -> SessionOptions.
+Options = Callable[[Any], Any]
+
+
+def cache_dir() -> Path:
+    """Where built sessions are kept: ``models`` in the user cache dir ($XDG_CACHE_HOME)."""
+    return Path(platformdirs.user_cache_dir("localmem")) / "models"
+
+
+def session(ort: Any, source: Path, options: Options, folder: Path | None = None) -> Any:
+    """A session of the MiniLM graph at ``source`` (with its word table kept int8), loaded
+    from the cache when a checked copy is there, else built (and saved when it can be)."""
+    folder = cache_dir() if folder is None else folder
+    key = cache_key(ort, source)
+    saved = folder / f"{key}.onnx"
+    if saved.is_file():
+        try:
+            return ort.InferenceSession(
+                str(saved), sess_options=options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), providers=PROVIDERS
+            )
+        except Exception:  # onnxruntime raises its own types: a damaged file is rebuilt below
+            saved.unlink(missing_ok=True)
+    model = gather_int8_rows(source.read_bytes())
+    if (folder / f"{key}.unusable").exists() or not _ready(folder):
+        return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+    tmp = folder / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    opts = options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    opts.optimized_model_filepath = str(tmp)
+    try:
+        built = build(ort, model, opts)
+    except Exception:  # the optimised graph could not be written (a full disk): build without saving it
+        tmp.unlink(missing_ok=True)
+        return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+    try:
+        loaded = ort.InferenceSession(
+            str(tmp), sess_options=options(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), providers=PROVIDERS
+        )
+        usable = same_output(built, loaded)
+    except Exception:  # nothing saved, or a file onnxruntime cannot read back or run
+        usable = False
+    try:
+        if usable:
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, saved)
+        else:  # not tried again for this key: every start would pay for the save
+            (folder / f"{key}.unusable").touch(mode=0o600)
+    except OSError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return built
+
+
+def cache_key(ort: Any, source: Path) -> str:
+    st = source.stat()
+    parts = [
+        str(source.resolve()),
+        str(st.st_size),
+        str(st.st_mtime_ns),
+        str(ort.__version__),
+        str(EDIT_VERSION),
+        os.uname().machine,
+        _cpu_flags(),
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _cpu_flags() -> str:
+    """The first CPU's feature flags (Linux), so a cache folder shared by machines with
+    different instruction sets never hands one of them the other's graph."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _ready(folder: Path) -> bool:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return os.access(folder, os.W_OK)
+    except OSError:
+        return False
+
+
+def probe_feeds() -> dict[str, np.ndarray]:
+    """Three rows of different lengths (WordPiece ids of MiniLM's vocabulary), padded."""
+    rows = [
+        [101, 2054, 2106, 5070, 2360, 2055, 1996, 4440, 2000, 11929, 1029, 102],
+        [101, 1045, 4149, 1037, 2047, 3579, 1012, 102],
+        [101, 7592, 102],
+    ]
+    longest = max(len(r) for r in rows)
+    ids = np.zeros((len(rows), longest), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = r
+        mask[i, : len(r)] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def same_output(a: Any, b: Any) -> bool:
+    """Whether two sessions give equal outputs, bit for bit, on the probe batch and on
+    each of its rows alone."""
+    names = {i.name for i in a.get_inputs()}  # token_type_ids is optional (embedder folders)
+    feeds = {k: v for k, v in probe_feeds().items() if k in names}
+    lengths = probe_feeds()["attention_mask"].sum(axis=1)
+    batches = [feeds] + [{k: v[i : i + 1, : int(lengths[i])] for k, v in feeds.items()} for i in range(len(lengths))]
+    for f in batches:
+        for x, y in zip(a.run(None, f), b.run(None, f), strict=True):
+            if not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+    return True
+
+
+def build(ort: Any, model: bytes, opts: Any) -> Any:
+    """An onnxruntime session of ``model``, loaded through a path where the OS can name
+    memory (a memfd): given the bytes themselves, onnxruntime keeps a copy of them for
+    the session's life (+22 MB resident, measured), and from a path it does not."""
+    if not hasattr(os, "memfd_create"):
+        return ort.InferenceSession(model, sess_options=opts, providers=PROVIDERS)
+    fd = os.memfd_create("localmem-embedding-model")
+    try:
+        named = f"/proc/self/fd/{fd}"
+        if not os.path.exists(named):  # no /proc mounted (some sandboxes)
+            return ort.InferenceSession(model, sess_options=opts, providers=PROVIDERS)
+        try:
+            with os.fdopen(os.dup(fd), "wb") as out:
+                out.write(model)
+        except OSError:  # a file-size limit (ulimit -f) counts a memfd too: load from the bytes
+            return ort.InferenceSession(model, sess_options=opts, providers=PROVIDERS)
+        return ort.InferenceSession(named, sess_options=opts, providers=PROVIDERS)
+    finally:
+        os.close(fd)  # the memory goes with the last descriptor

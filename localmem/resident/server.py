@@ -1,0 +1,198 @@
+"""The resident side of the fast path: a process that holds a store open (``localmem serve``,
+the MCP server, ``localmem serve --transport socket``) answers CLI queries and hooks on the
+store's Unix socket, with its model loaded and its vector mirrors warm.
+
+Invariants (docs/architecture.md, "The resident fast path"):
+- one socket per store (``wire.socket_path``): a live server already on it is left alone
+  (this process then serves no socket); a stale socket file (nobody accepts on it) is
+  replaced; the file is made under a temporary name, given mode 600, then renamed into
+  place in the private folder (mode 700), so no one ever finds it with wider access;
+- only this user's processes are answered (the folder and ``SO_PEERCRED``);
+- the answer is the in-process one: the same ``reconstruct`` on the same store, refused
+  (the caller reads in-process) when the request's store identity, settings fingerprint,
+  code version or protocol is not this process's own, or when the store stays busy with
+  another call for ``BUSY_S``;
+- store calls hold the caller's lock (the MCP server's: one call on the connection at a
+  time); the socket thread never holds it while it waits for a client;
+- on stop, the socket file is removed only while it is still this server's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from localmem import __version__
+from localmem.errors import LocalmemError
+from localmem.resident import client, wire
+from localmem.resident.local import context
+from localmem.storage.write.store import Store
+
+log = logging.getLogger("localmem.resident")
+BUSY_S = 2.0  # how long a request waits for the store's lock before it is sent away
+REQUEST_S = 5.0  # a client that has not sent its request by then is dropped
+ACCEPT_S = 0.5  # the accept loop looks at the stop flag this often
+STANDBY_S = 5.0  # how often a process that found the socket taken checks whether it is free again
+
+
+class ResidentServer:
+    """Serves ``store`` on its socket from a thread; ``start`` / ``stop``, or ``with``."""
+
+    def __init__(self, store: Store, lock: threading.Lock | None = None) -> None:
+        self.store = store
+        self.lock = lock or threading.Lock()
+        self.path: Path | None = None
+        self._sock: socket.socket | None = None
+        self._inode: int | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._guard = threading.Lock()  # start (also from the standby thread) against stop
+        self._standby: threading.Thread | None = None
+        self._fingerprint = wire.fingerprint(store.settings)
+        # the file this process holds open: a file renamed over the path later (encrypt,
+        # restore, a copy) is another store, which the caller reads in-process
+        self._identity = wire.store_identity(store.path)
+        self.served = 0  # requests answered (the tests and `bench startup` read it)
+
+    def start(self, *, standby: bool = True) -> bool:
+        """Listen on the store's socket; False when the store has no usable socket path or
+        another live process serves it. With ``standby``, a process that found another
+        one serving checks every ``STANDBY_S`` and takes the socket over once it is gone
+        (two MCP clients each start a server; the second serves when the first exits)."""
+        if self._listen():
+            return True
+        if standby and self._standby is None and wire.socket_path(self.store.path) is not None:
+            self._standby = threading.Thread(target=self._wait_turn, name="localmem-resident-standby", daemon=True)
+            self._standby.start()
+        return False
+
+    def _wait_turn(self) -> None:
+        while not self._stop.wait(STANDBY_S):
+            if self._listen():
+                return
+
+    def _listen(self) -> bool:
+        with self._guard:
+            return not self._stop.is_set() and self._bind()
+
+    def _bind(self) -> bool:
+        path = wire.socket_path(self.store.path)
+        if path is None or str(self.store.path) == ":memory:":
+            return False
+        if not wire.private_folder(path.parent, create=True):
+            log.warning("resident socket not served: %s is not a private folder (mode 700) of this user", path.parent)
+            return False
+        if answers(path):
+            log.debug("resident socket %s is served by another process", path)
+            return False
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(tmp))
+            os.chmod(tmp, 0o600)
+            sock.listen(16)
+            sock.settimeout(ACCEPT_S)
+            os.replace(tmp, path)
+        except OSError as exc:
+            sock.close()
+            tmp.unlink(missing_ok=True)
+            log.warning("resident socket not served: %s", exc)
+            return False
+        self.path, self._sock, self._inode = path, sock, os.lstat(path).st_ino
+        self._thread = threading.Thread(target=self._accept, name="localmem-resident", daemon=True)
+        self._thread.start()
+        log.info("resident socket %s", path)
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._guard:
+            pass  # a start in progress has finished: what it made is in the fields below
+        for thread in (self._thread, self._standby):
+            if thread is not None:
+                thread.join(timeout=5)
+        if self._sock is not None:
+            self._sock.close()
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                if os.lstat(self.path).st_ino == self._inode:  # still ours, not a successor's
+                    self.path.unlink()
+        self._sock = self._thread = self._standby = None
+
+    def __enter__(self) -> ResidentServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _accept(self) -> None:
+        assert self._sock is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue  # a look at the stop flag
+            except OSError:
+                return
+            conn.settimeout(REQUEST_S)  # not inherited on every OS: set it on the connection
+            threading.Thread(target=self._serve, args=(conn,), name="localmem-resident-call", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if client.peer_uid(conn) not in (None, os.getuid()):
+                    return
+                reply = self.handle(wire.decode(client.read_line(conn, wire.MAX_LINE)))
+                conn.settimeout(client.REPLY_S)
+                conn.sendall(wire.encode(reply))
+            except (OSError, ValueError) as exc:  # the client went away, or sent no JSON line
+                log.debug("resident call dropped: %s", exc)
+
+    def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The reply to one request (see ``wire``)."""
+        if req.get("protocol") != wire.PROTOCOL or req.get("version") != __version__:
+            return refuse("version")
+        if req.get("op") != "context":
+            return refuse("op")
+        if self._identity is None or req.get("store") != self._identity:
+            return refuse("store")
+        if req.get("settings") != self._fingerprint:
+            return refuse("settings")
+        try:
+            query = wire.parse_query(req.get("query"))
+        except ValueError as exc:
+            return refuse(f"request: {exc}")
+        if not self.lock.acquire(timeout=BUSY_S):
+            return refuse("busy")
+        try:
+            ctx = context(self.store, query)
+        except LocalmemError as exc:  # the caller meets it again in-process and says it its own way
+            return refuse(f"error: {exc}")
+        finally:
+            self.lock.release()
+        self.served += 1
+        return {"ok": True, "context": ctx}
+
+
+def refuse(why: str) -> dict[str, Any]:
+    return {"ok": False, "why": why}
+
+
+def answers(path: Path) -> bool:
+    """Whether a process accepts connections on the socket at ``path``."""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(client.CONNECT_S)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True

@@ -1,0 +1,110 @@
+"""The embedding session's cache (localmem/models/onnx_cache.py) with the real packaged
+MiniLM and onnxruntime: saved once, loaded after, bit-identical vectors, and every way
+the cache can fail falls back to building the session."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from localmem.models import onnx_cache
+from localmem.models.embedding import OnnxMiniLM, _packaged_onnx
+
+TEXTS = ["What did Maya say about Lisbon?", "hi", "I switched to the Brooks Ghost shoes, they feel much softer. " * 8]
+
+
+def options(level: Any) -> Any:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.graph_optimization_level = level
+    opts.log_severity_level = 3
+    return opts
+
+
+def built_from_source() -> Any:
+    model = onnx_cache.gather_int8_rows(_packaged_onnx().read_bytes())
+    return onnx_cache.build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+
+
+def test_saved_once_then_loaded_with_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "models"
+    first = onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    files = list(folder.glob("*.onnx"))
+    assert len(files) == 1 and files[0].stem == onnx_cache.cache_key(ort, _packaged_onnx())
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600 and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+    built: list[bytes] = []
+    real_build = onnx_cache.build
+    monkeypatch.setattr(onnx_cache, "build", lambda *a: built.append(b"") or real_build(*a))
+    second = onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    assert not built  # loaded from the file, nothing built
+    assert onnx_cache.same_output(first, second) and onnx_cache.same_output(second, built_from_source())
+
+
+def test_embedder_vectors_identical_with_and_without_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cold = OnnxMiniLM().embed(TEXTS)  # builds and saves
+    assert list(onnx_cache.cache_dir().glob("*.onnx"))
+    warm = OnnxMiniLM().embed(TEXTS)  # loads the saved graph
+    assert np.array_equal(cold, warm)
+    monkeypatch.setattr(onnx_cache, "_ready", lambda folder: False)  # no cache at all
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "none"))
+    assert np.array_equal(OnnxMiniLM().embed(TEXTS), cold)
+
+
+def test_a_damaged_file_is_rebuilt(tmp_path: Path) -> None:
+    folder = tmp_path / "models"
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    (saved,) = folder.glob("*.onnx")
+    saved.write_bytes(saved.read_bytes()[:1000])  # cut short
+    again = onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    assert onnx_cache.same_output(again, built_from_source())
+    assert saved.stat().st_size > 1_000_000  # written anew
+
+
+def test_a_graph_that_differs_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "models"
+    monkeypatch.setattr(onnx_cache, "same_output", lambda a, b: False)
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    key = onnx_cache.cache_key(ort, _packaged_onnx())
+    assert not list(folder.glob("*.onnx")) and (folder / f"{key}.unusable").exists()
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)  # the marker: not tried again
+    assert not [p for p in folder.iterdir() if p.suffix != ".unusable"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_an_unwritable_folder_only_costs_the_build(tmp_path: Path) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir(mode=0o500)
+    s = onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    assert onnx_cache.same_output(s, built_from_source()) and not list(folder.iterdir())
+
+
+def test_the_key_follows_the_source(tmp_path: Path) -> None:
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(_packaged_onnx().read_bytes())
+    before = onnx_cache.cache_key(ort, copy)
+    os.utime(copy, ns=(1, 1))
+    assert onnx_cache.cache_key(ort, copy) != before
+    assert onnx_cache.cache_key(ort, copy) != onnx_cache.cache_key(ort, _packaged_onnx())
+
+
+def test_same_output_sees_a_difference() -> None:
+    class Shifted:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def run(self, names: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            out = self.inner.run(names, feeds)
+            out[0] = np.nextafter(out[0], np.float32(np.inf))  # one ulp up
+            return list(out)
+
+    s = built_from_source()
+    assert onnx_cache.same_output(s, s) and not onnx_cache.same_output(s, Shifted(s))
