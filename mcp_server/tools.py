@@ -27,9 +27,9 @@ from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.models.replies import CallRecord
-from localmem.records import MAX_TURN_CHARS, TurnIn, WriteResult
+from localmem.records import MAX_TURN_CHARS, Context, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
-from localmem.storage.layers import calls
+from localmem.storage.layers import calls, recalls
 from localmem.storage.reads.traversal import session_started
 from localmem.storage.write.store import Store
 from localmem.util.text import parse_time
@@ -120,6 +120,20 @@ def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str) ->
     return store.write(items, key, source="mcp", started_at=start)
 
 
+def client_name(ctx: Ctx) -> str:
+    """``mcp:<name>`` as the client's initialize request named it (``mcp`` when it did not)."""
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info is not None else ""
+    return f"mcp:{name}" if name else "mcp"
+
+
+async def _recorded(ctx: Ctx, c: Context, tool: str, as_of: str | None, scope: str | None) -> None:
+    """What ``tool`` handed the client, into the recall log (best effort: never the reply's cost)."""
+    st = state(ctx)
+    rec = recalls.from_context(c, client_name(ctx), tool, as_of=as_of, scope=scope)
+    await st.call(recalls.log, st.store.conn, rec, st.store.settings.recall_log)
+
+
 def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
     """reconstruct and answer, with the budget default and cap of ``settings``."""
     default, cap = settings.budget_tokens, settings.max_budget_tokens
@@ -134,6 +148,7 @@ def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
     ) -> Recalled:
         st = state(ctx)
         c = await st.call(reconstruct_context, st.store, query, budget_tokens, as_of=as_of, scope=scope)
+        await _recorded(ctx, c, "reconstruct", as_of, scope)
         turns = [
             CitedTurn(
                 turn_id=t.turn_id,
@@ -165,6 +180,7 @@ and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
         assert st.generator is not None
         # The store lock is held to reconstruct and to log the call only; the model answers without it.
         context = await st.call(reconstruct_context, st.store, question, budget_tokens, as_of=as_of, scope=scope)
+        await _recorded(ctx, context, "answer", as_of, scope)
         records: list[CallRecord] = []
         try:
             res = await st.generate(answer_from, st.generator, question, context, as_of=as_of, records=records)

@@ -21,6 +21,7 @@ from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.models.llm import require_model_layer
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 
 BUDGET_HELP = (
@@ -90,6 +91,8 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     with open_store(settings) as store:
         if args.text:
             ctx = reconstruct(store, args.text, args.budget, as_of=args.as_of, scope=args.scope)
+            rec = recalls.from_context(ctx, "cli", "query", as_of=args.as_of, scope=args.scope)
+            recalls.log(store.conn, rec, settings.recall_log)
             if args.json:
                 print_json(ctx.to_dict())
             else:
