@@ -33,6 +33,7 @@ from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.cli.bench_sync import add_sync_bench_parser
+from localmem.cli.bench_ui import add_ui_parser
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
@@ -198,6 +199,7 @@ def add_bench_parser(sub: Any) -> None:
     add_reliability_parsers(bsub)
     add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
+    add_ui_parser(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)
 
