@@ -127,6 +127,12 @@ def shoot(db: Path, out: Path) -> None:
         rows.click()
         wait_for(d, "#handed", 60)
         save(d, out, "injected-call")
+        d.get(f"{srv.base}/#/ask?q={QUESTIONS[0].replace(' ', '%20')}&budget=600")
+        wait_for(d, "#trace", 120)
+        save(d, out, "ask")
+        d.get(f"{srv.base}/#/health")
+        wait_for(d, "#coverage", 120)
+        save(d, out, "health")
     finally:
         d.quit()
         srv.stop()
