@@ -147,6 +147,7 @@ async function forgetPreviewed(selection, what, then) {
   if (!yes) { toast("Kept: nothing was forgotten."); return false; }
   try {
     const r = await post("/api/forget", { selection, digest: p.digest });
+    FACETS = null;  // the filters' counts changed
     toast(`Forgot ${r.forgotten} turn(s).`);
     if (then) location.hash = then; else route();
     return true;
