@@ -1,4 +1,5 @@
--- localmem schema, version 13: the recall log (localmem/storage/layers/recalls.py).
+-- localmem schema, version 13: the recall log (localmem/storage/layers/recalls.py), and an
+-- index for the web view's speaker and role filters and their counts.
 -- What each reconstruct made for a client handed it, and why: a row per call (when, which
 -- client and tool, the client's own session and project when it gives them, the query as
 -- asked with its secrets taken out, budget, as_of, scope, tokens, turns handed) and a row
@@ -33,3 +34,7 @@ CREATE TABLE recall_turns (
     PRIMARY KEY (call_id, turn_id)
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX recall_turns_turn ON recall_turns (turn_id);
+
+-- The web view's filters by speaker and role, and the counts of each (storage/reads/browse.py),
+-- read this index instead of every turn's row.
+CREATE INDEX turns_speaker_role ON turns (speaker, role);

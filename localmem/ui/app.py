@@ -22,6 +22,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 import webbrowser
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -58,17 +59,25 @@ class StoreThread:
         self._store: Store | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localmem-ui")
 
-    def _call(self, fn: Callable[[Store], T], read: bool) -> T:
+    def _call(self, fn: Callable[[Store], T], read: bool) -> tuple[T, float, float]:
+        wall, cpu = time.perf_counter(), time.thread_time()
         if self._store is None:
             self._store = self._opener()
         if not read:
-            return fn(self._store)
-        with self._store.snapshot():  # a page's queries see one commit, whoever writes meanwhile
-            return fn(self._store)
+            out = fn(self._store)
+        else:
+            with self._store.snapshot():  # a page's queries see one commit, whoever writes meanwhile
+                out = fn(self._store)
+        return out, 1000 * (time.perf_counter() - wall), 1000 * (time.thread_time() - cpu)
+
+    async def timed(self, fn: Callable[[Store], T], *, read: bool = True) -> tuple[T, float, float]:
+        """``fn(store)`` on the store's thread (``read``: inside one snapshot), with the
+        milliseconds it took there: wall clock and the thread's CPU time."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
 
     async def run(self, fn: Callable[[Store], T], *, read: bool = True) -> T:
         """``fn(store)`` on the store's thread; ``read``: inside one snapshot."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
+        return (await self.timed(fn, read=read))[0]
 
     def close(self) -> None:
         def shut() -> None:
@@ -119,7 +128,9 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
 
     async def answer(fn: Callable[[Store], Any], *, read: bool = True) -> Response:
         try:
-            return JSONResponse(await db.run(fn, read=read))
+            out, wall, cpu = await db.timed(fn, read=read)
+            # Server-Timing: what the store's thread spent (devtools show it; bench ui reads it)
+            return JSONResponse(out, headers={"server-timing": f"view;dur={wall:.2f}, cpu;dur={cpu:.2f}"})
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         except Changed as exc:

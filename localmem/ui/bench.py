@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
 import re
 import secrets
@@ -38,6 +39,7 @@ from localmem.ui.security import COOKIE
 
 PAGE = 50  # the Timeline's page, as the page asks for it
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")
+_TIMING = re.compile(r"(\w+);dur=([\d.]+)")
 
 
 class Client:
@@ -45,6 +47,8 @@ class Client:
 
     def __init__(self, port: int, token: str) -> None:
         self.port, self.cookie = port, f"{COOKIE}_{port}={token}"
+        self.view: list[float] = []  # per API response: the store thread's wall ms (Server-Timing)
+        self.cpu: list[float] = []  # and its CPU ms
 
     def get(self, path: str) -> tuple[float, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
@@ -58,7 +62,17 @@ class Client:
             conn.close()
         if resp.status != 200:
             raise InputError(f"GET {path}: HTTP {resp.status}: {body[:200]!r}")
+        timing = dict(_TIMING.findall(resp.getheader("server-timing") or ""))
+        if timing:
+            self.view.append(float(timing["view"]))
+            self.cpu.append(float(timing["cpu"]))
         return ms, json.loads(body) if path.startswith("/api/") else None
+
+    def searches(self, paths: list[str]) -> dict[str, Any]:
+        """Each path's time end to end, with the store thread's wall and CPU time of each."""
+        self.view, self.cpu = [], []
+        ms = [self.get(p)[0] for p in paths]
+        return {**_stats(ms), "view": _stats(self.view), "cpu": _stats(self.cpu)}
 
     def time(self, *paths: str) -> float:
         return sum(self.get(p)[0] for p in paths)
@@ -108,6 +122,7 @@ def run(
     """Serve ``settings.db`` and measure (see the module docstring)."""
     import uvicorn  # the web view's server: imported only when it runs, as `localmem ui` does
 
+    load_before = os.getloadavg()[0]
     qs, flt, sample = _queries(settings, queries, seed)
     token = secrets.token_urlsafe(24)
     app = build_app(lambda: open_store(settings), token)
@@ -126,10 +141,10 @@ def run(
         warm_find = [c.time("/api/find") for _ in range(repeats)]
         log(f"first page: cold {cold:.0f} ms, warm p95 {_stats(warm)['p95_ms']} ms")
         first_search = c.get("/api/find?" + urlencode({"q": qs[0]}))[0]
-        plain = [c.get("/api/find?" + urlencode({"q": q}))[0] for q in qs]
-        filtered = [c.get("/api/find?" + urlencode({"q": q, **flt}))[0] for q in qs]
-        later = [c.get("/api/find?" + urlencode({"q": q, "page": 4}))[0] for q in qs[: max(1, len(qs) // 4)]]
-        log(f"search: p95 {_stats(plain)['p95_ms']} ms, filtered p95 {_stats(filtered)['p95_ms']} ms")
+        plain = c.searches(["/api/find?" + urlencode({"q": q}) for q in qs])
+        filtered = c.searches(["/api/find?" + urlencode({"q": q, **flt}) for q in qs])
+        later = c.searches(["/api/find?" + urlencode({"q": q, "page": 4}) for q in qs[: max(1, len(qs) // 4)]])
+        log(f"search: p95 {plain['p95_ms']} ms, filtered p95 {filtered['p95_ms']} ms")
         walk = _walk(c)
         log(f"timeline walk: {walk['seen']} of {walk['sessions']} sessions in {walk['pages']} pages")
         session_ms, turn_ms = [], []
@@ -144,6 +159,8 @@ def run(
     return {
         "benchmark": "ui",
         "db": str(settings.db),
+        "cpus": os.cpu_count(),
+        "load_1min": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         "turns": walk["turns"],
         "sessions": walk["sessions"],
         "first_page": {
@@ -154,10 +171,10 @@ def run(
         },
         "search": {
             "first_ms": round(first_search, 1),
-            "plain": _stats(plain),
-            "filtered": _stats(filtered),
+            "plain": plain,
+            "filtered": filtered,
             "filter": flt,
-            "page_5": _stats(later),
+            "page_5": later,
         },
         "reachable": walk,
         "session_at_turn": _stats(session_ms),
@@ -193,11 +210,21 @@ def _walk(c: Client) -> dict[str, Any]:
     }
 
 
+def _three(x: dict[str, Any]) -> str:
+    return f"{x['p50_ms']} / {x['p95_ms']} / {x['max_ms']} ms"
+
+
+def _inner(x: dict[str, Any]) -> str:
+    v, c = x["view"], x["cpu"]
+    return f"{v['p50_ms']} / {v['p95_ms']} ms, {c['p50_ms']} / {c['p95_ms']} ms"
+
+
 def table(r: dict[str, Any]) -> str:
     """The result as a markdown table."""
     fp, s, w = r["first_page"], r["search"], r["reachable"]
     rows = [
         ("store", f"{r['turns']:,} turns, {r['sessions']:,} sessions ({r['db']})"),
+        ("machine: CPUs, 1-minute load average before / after", f"{r['cpus']}, {r['load_1min'][0]} / {r['load_1min'][1]}"),
         ("first page, Timeline (/, facets, months, timeline): cold", f"{fp['cold_ms']} ms"),
         ("first page, Timeline: warm p50 / p95", f"{fp['warm']['p50_ms']} / {fp['warm']['p95_ms']} ms"),
         ("Find without words: cold / warm p95", f"{fp['find_cold_ms']} / {fp['find_warm']['p95_ms']} ms"),

@@ -73,6 +73,9 @@ CREATE INDEX turn_enrichment_type ON turn_enrichment (memory_type);
 -- index turns_source_id on turns
 CREATE INDEX turns_source_id ON turns (source_id);
 
+-- index turns_speaker_role on turns
+CREATE INDEX turns_speaker_role ON turns (speaker, role);
+
 -- index turns_ts on turns
 CREATE INDEX turns_ts ON turns (ts);
 
