@@ -224,17 +224,19 @@ def table(r: dict[str, Any]) -> str:
     fp, s, w = r["first_page"], r["search"], r["reachable"]
     rows = [
         ("store", f"{r['turns']:,} turns, {r['sessions']:,} sessions ({r['db']})"),
-        ("machine: CPUs, 1-minute load average before / after", f"{r['cpus']}, {r['load_1min'][0]} / {r['load_1min'][1]}"),
+        (
+            "machine: CPUs, 1-minute load average before / after",
+            f"{r['cpus']}, {r['load_1min'][0]} / {r['load_1min'][1]}",
+        ),
         ("first page, Timeline (/, facets, months, timeline): cold", f"{fp['cold_ms']} ms"),
         ("first page, Timeline: warm p50 / p95", f"{fp['warm']['p50_ms']} / {fp['warm']['p95_ms']} ms"),
         ("Find without words: cold / warm p95", f"{fp['find_cold_ms']} / {fp['find_warm']['p95_ms']} ms"),
         ("search, first query (loads the embedder)", f"{s['first_ms']} ms"),
-        (
-            f"search p50 / p95 / max ({s['plain']['n']} queries)",
-            f"{s['plain']['p50_ms']} / {s['plain']['p95_ms']} / {s['plain']['max_ms']} ms",
-        ),
-        (f"search with filters {s['filter']} p50 / p95", f"{s['filtered']['p50_ms']} / {s['filtered']['p95_ms']} ms"),
-        ("search, page 5, p95", f"{s['page_5']['p95_ms']} ms"),
+        (f"search p50 / p95 / max ({s['plain']['n']} queries)", _three(s["plain"])),
+        ("  of which the store's thread: wall p50 / p95, CPU p50 / p95", _inner(s["plain"])),
+        (f"search with filters {s['filter']} p50 / p95 / max", _three(s["filtered"])),
+        ("  of which the store's thread: wall p50 / p95, CPU p50 / p95", _inner(s["filtered"])),
+        ("search, page 5, p50 / p95 / max", _three(s["page_5"])),
         (
             "every session reachable (Timeline paged to its end)",
             f"{'yes' if w['all_reached'] else 'NO'}: {w['distinct']:,} of {w['sessions']:,} in {w['pages']} pages, {w['walk_s']} s",

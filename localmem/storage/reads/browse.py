@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import NamedTuple
@@ -160,9 +161,14 @@ def turns(conn: Conn, flt: Mapping[str, str], limit: int, offset: int) -> Counte
 
 
 def turn_ids(conn: Conn, flt: Mapping[str, str]) -> list[int]:
-    """Every turn id ``flt`` lets through, ascending."""
-    sql = f"SELECT t.id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE {_where(flt)} ORDER BY t.id"
-    return [int(r[0]) for r in conn.execute(sql, dict(flt))]
+    """Every turn id ``flt`` lets through, ascending. (As one JSON array: SQLite builds it, so
+    a filter that lets 29k turns through costs no Python object per row here.)"""
+    sql = (
+        "SELECT json_group_array(id) FROM (SELECT t.id FROM turns t JOIN sessions s ON s.id = t.session_id "
+        f"WHERE {_where(flt)} ORDER BY t.id)"
+    )
+    out: list[int] = json.loads(str(conn.one(sql, dict(flt))[0]))
+    return out
 
 
 def turn_rows(conn: Conn, ids: Sequence[int]) -> dict[int, TurnRow]:
