@@ -195,7 +195,7 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
         if None in args:
             raise InputError("redact needs turn_id, start and end")
         tid, start, end = (int(x) for x in args if x is not None)
-        return forgetting.redact(s, tid, start, end, b.get("hash"))
+        return forgetting.redact(s, tid, start, end, b.get("hash"), b.get("text"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

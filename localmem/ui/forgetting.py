@@ -131,10 +131,13 @@ def forget(store: Store, sel: Mapping[str, Any], expect: str) -> dict[str, Any]:
     return {"forgotten": n, "sessions_emptied": p.sessions_emptied}
 
 
-def redact(store: Store, turn_id: int, start: int, end: int, expect_hash: str | None) -> dict[str, Any]:
-    """Replace a span of a turn's text by ``[secret: manual]``; returns the new turn id."""
+def redact(
+    store: Store, turn_id: int, start: int, end: int, expect_hash: str | None, expect_text: str | None = None
+) -> dict[str, Any]:
+    """Replace a span of a turn's text by ``[secret: manual]``; returns the new turn id.
+    ``expect_text``: the selected text, checked against characters ``start`` .. ``end``."""
     try:
-        r = redact_span(store, turn_id, start, end, expect_hash=expect_hash)
+        r = redact_span(store, turn_id, start, end, expect_hash=expect_hash, expect_text=expect_text)
     except Conflict as exc:
         raise Changed(str(exc)) from exc
     return {"turn_id": r.new_id, "old_turn_id": r.old_id, "session_id": r.session_id, "text": r.text}

@@ -130,5 +130,7 @@ def test_refusals_change_nothing(tmp_path: Path) -> None:
             redact_span(s, ids[0], 6, 7)
         with pytest.raises(NotFound):
             redact_span(s, 10**9, 0, 3)
+        with pytest.raises(InputError, match="not the text selected"):
+            redact_span(s, ids[1], 0, 3, expect_text="Thx")
         assert _rows(s, "SELECT id, hash, text FROM turns ORDER BY id") == before
         assert _rows(s, "SELECT count(*) FROM forgotten") == [(0,)]

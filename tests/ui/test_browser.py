@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from localmem.config import Settings
+from localmem.records import TurnIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
@@ -232,6 +233,16 @@ def test_redact_a_span_in_place(browser: Any, tmp_path: Path) -> None:
         browser.find_element("css selector", "#in-context").click()
         focus = wait_for(browser, "#session-turns .turn.focus")
         assert "[secret: manual]" in focus.text and int(focus.get_attribute("data-turn")) == new
+        # offsets count characters as the server does: emoji before the span move nothing
+        with Store(settings.db, embedder=HashEmbedder(), settings=settings) as s:
+            party = s.write([TurnIn("Party 🎉🎉 at 8, door code 4417, bring snacks", "Maya")], "party").turn_ids[0]
+        browser.get(f"{srv.base}/#/turn/{party}")
+        wait_for(browser, "#turn-text")
+        assert select_text(browser, "#turn-text", "4417")
+        browser.find_element("css selector", "#redact").click()
+        wait_for(browser, "#confirm-ok").click()
+        until(browser, lambda d: f"#/turn/{party}" not in d.current_url)
+        assert wait_for(browser, "#turn-text").text == "Party 🎉🎉 at 8, door code [secret: manual], bring snacks"
         assert console_errors(browser) == []
     finally:
         srv.stop()

@@ -53,11 +53,19 @@ class Redacted:
 
 
 def redact_span(
-    store: Store, turn_id: int, start: int, end: int, *, expect_hash: str | None = None, placeholder: str = MANUAL
+    store: Store,
+    turn_id: int,
+    start: int,
+    end: int,
+    *,
+    expect_hash: str | None = None,
+    expect_text: str | None = None,
+    placeholder: str = MANUAL,
 ) -> Redacted:
     """Replace characters ``start`` .. ``end`` of turn ``turn_id``'s text with
     ``placeholder`` (see the module docstring); ``expect_hash``: refuse (``Conflict``) if
-    the turn is no longer that content."""
+    the turn is no longer that content; ``expect_text``: refuse (``InputError``) unless the
+    span is that text."""
     row = store.conn.execute(
         "SELECT t.session_id, s.source, s.key, t.ord, t.speaker, t.role, t.ts, t.source_id, t.text, t.hash "
         "FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id = ?",
@@ -70,6 +78,8 @@ def redact_span(
         raise Conflict(f"turn {turn_id} changed since it was shown; reload it and select again")
     if not (0 <= start < end <= len(text)) or not text[start:end].strip():
         raise InputError(f"characters {start}..{end} are not a span of turn {turn_id}'s text ({len(text)} characters)")
+    if expect_text is not None and text[start:end] != expect_text:
+        raise InputError(f"characters {start}..{end} of turn {turn_id} are not the text selected")
     new_text = text[:start] + placeholder + text[end:]
     sess = SessionIn(key=key, turns=(), source=source)
     p = prepare(

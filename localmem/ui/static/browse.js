@@ -98,7 +98,7 @@ async function timelinePage(params) {
   show(h("div", { class: "panel" }, h("form", { class: "ask", id: "timeline-form", onsubmit: submit }, filterBar(params, f), h("button", { id: "timeline-go" }, "Filter"))),
     h("div", { class: "browse-grid" }, months,
       h("div", {}, h("h1", {}, "Timeline"), h("p", { class: "sub", id: "timeline-total" }, `${first.total} sessions${Object.keys(flt).length ? " match the filters" : ""}, newest first${offset ? ` (from the ${offset + 1}th)` : ""}`),
-        newer, first.total ? list : h("div", { class: "panel empty" }, "No sessions stored yet."), more)));
+        newer, first.total ? list : h("div", { class: "panel empty" }, Object.keys(flt).length ? "No session matches the filters." : "No sessions stored yet."), more)));
   // Scrolling to the end loads the next page, as the button does.
   const seen = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting) && next !== null && !more.disabled) more.click(); });
   seen.observe(more);

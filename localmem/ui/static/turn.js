@@ -139,8 +139,9 @@ function selectionSpan(container) {
   const before = document.createRange();
   before.setStart(container, 0);
   before.setEnd(r.startContainer, r.startOffset);
-  const start = before.toString().length;
-  return { start, end: start + r.toString().length, text: r.toString() };
+  // in code points, as the server counts them (an emoji is one character there, two here)
+  const start = Array.from(before.toString()).length;
+  return { start, end: start + Array.from(r.toString()).length, text: r.toString() };
 }
 
 async function redactSelection(t) {
@@ -153,7 +154,7 @@ async function redactSelection(t) {
     "redacted turn to your other devices. There is no undo.", "Redact");
   if (!ok) { toast("Kept: nothing was redacted."); return; }
   try {
-    const r = await post("/api/redact", { turn_id: t.turn_id, start: span.start, end: span.end, hash: t.hash });
+    const r = await post("/api/redact", { turn_id: t.turn_id, start: span.start, end: span.end, hash: t.hash, text: span.text });
     toast(`Redacted: the turn is now #${r.turn_id}.`);
     location.hash = `#/turn/${r.turn_id}`;
   } catch (err) { toast(`Not redacted: ${err.message}`); }
