@@ -72,7 +72,8 @@ class StoreThread:
 
     async def timed(self, fn: Callable[[Store], T], *, read: bool = True) -> tuple[T, float, float]:
         """``fn(store)`` on the store's thread (``read``: inside one snapshot), with the
-        milliseconds it took there: wall clock, and the process's CPU time meanwhile (the embedder's threads included)."""
+        milliseconds it took there: wall clock, and the process's CPU time meanwhile (the
+        embedder's threads included)."""
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
 
     async def run(self, fn: Callable[[Store], T], *, read: bool = True) -> T:
@@ -149,15 +150,18 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
 
         return route
 
-    def post(fn: Callable[[dict[str, Any], Store], Any]) -> Callable[[Request], Awaitable[Response]]:
-        """A write: ``fn(JSON body, store)``; the gate has checked the token header."""
+    def post(
+        fn: Callable[[dict[str, Any], Store], Any], *, read: bool = False
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A POST: ``fn(JSON body, store)`` (``read``: in one snapshot, for the preview); the
+        gate has checked the token header."""
 
         async def route(request: Request) -> Response:
             try:
                 body = await _body(request)
             except InputError as exc:
                 return JSONResponse({"error": str(exc)}, status_code=400)
-            return await answer(lambda s: fn(body, s), read=False)
+            return await answer(lambda s: fn(body, s), read=read)
 
         return route
 
@@ -218,7 +222,7 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
             Route("/api/recalls/clear", post(lambda b, s: injected.clear(s)), methods=["POST"]),
             Route(
                 "/api/forget/preview",
-                post(lambda b, s: forgetting.preview(s, b.get("selection") or {})),
+                post(lambda b, s: forgetting.preview(s, b.get("selection") or {}), read=True),
                 methods=["POST"],
             ),
             Route("/api/forget", post(forget), methods=["POST"]),

@@ -118,11 +118,13 @@ def preview(store: Store, sel: Mapping[str, Any]) -> dict[str, Any]:
 
 def forget(store: Store, sel: Mapping[str, Any], expect: str) -> dict[str, Any]:
     """Forget the selection's turns if they are still the ones its preview (``expect``,
-    its digest) showed; returns how many turns and sessions went."""
-    ids = resolve(store, sel)
-    if not isinstance(expect, str) or not expect:
-        raise InputError("forget needs the digest of its preview (POST /api/forget/preview first)")
-    p = selection.preview(store.conn, ids)
+    its digest) showed; returns how many turns and sessions went. Only those ids are
+    forgotten: a turn written or redacted after the check is never taken along."""
+    with store.snapshot():  # the selection and its digest as of one commit
+        ids = resolve(store, sel)
+        if not isinstance(expect, str) or not expect:
+            raise InputError("forget needs the digest of its preview (POST /api/forget/preview first)")
+        p = selection.preview(store.conn, ids)
     if digest(p.hashes) != expect:
         raise Changed("the selection changed since its preview (turns were added, redacted or forgotten): look again")
     if not ids:
