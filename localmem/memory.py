@@ -20,11 +20,13 @@ from typing import Any
 import apsw
 
 from localmem.config import Settings, load_settings
+from localmem.errors import InputError
 from localmem.models import registry
 from localmem.models.embedding import Embedder
 from localmem.models.llm import LlamaGenerator
-from localmem.records import Context, SessionIn, TurnIn, WriteResult
+from localmem.records import Context, ProjectScope, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.retrieval.scope import project_scope
 from localmem.storage.write.store import Store
 
 
@@ -82,9 +84,21 @@ class Memory:
         return self.store.write(turns, session, source=source, started_at=started_at, origin=origin)
 
     def reconstruct(
-        self, query: str, budget_tokens: int | None = None, as_of: str | None = None, scope: str | None = None
+        self,
+        query: str,
+        budget_tokens: int | None = None,
+        as_of: str | None = None,
+        scope: str | ProjectScope | None = None,
+        *,
+        project: str | Path | None = None,
     ) -> Context:
-        """The context of at most ``budget_tokens`` that best answers ``query`` (no model call)."""
+        """The context of at most ``budget_tokens`` that best answers ``query`` (no model
+        call). ``scope``: a source or session key, or ``project:PATH``; ``project``: a
+        folder, the same as ``scope=f"project:{project}"`` (``localmem.retrieval.scope``)."""
+        if project is not None:
+            if scope is not None:
+                raise InputError("give scope or project, not both")
+            scope = project_scope(project)
         return reconstruct(self.store, query, budget_tokens, as_of, scope)
 
     def forget(

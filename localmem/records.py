@@ -39,6 +39,15 @@ class Project:
 
 
 @dataclass(frozen=True)
+class ProjectScope:
+    """A read limited to one project: sessions that ran in ``root`` (or a folder inside
+    it) or in a clone of ``repository``; see ``localmem.retrieval.scope``."""
+
+    root: str
+    repository: str = ""
+
+
+@dataclass(frozen=True)
 class SessionIn:
     """A session (one conversation or one chat of a source) and its turns in order.
     ``client`` names the agent that wrote the log (``claude-code``, ``codex``,

@@ -52,6 +52,7 @@ def annotation(arg: catalog.Arg) -> Any:
 
 
 Scope = annotation(catalog.SCOPE)
+ProjectArg = annotation(catalog.PROJECT)
 When = annotation(catalog.when("as_of"))
 
 

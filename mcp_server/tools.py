@@ -27,8 +27,10 @@ from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.models.replies import CallRecord
-from localmem.records import MAX_TURN_CHARS, Context, TurnIn, WriteResult
+from localmem.records import MAX_TURN_CHARS, Context, Project, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
+from localmem.retrieval.scope import PREFIX as PROJECT_PREFIX
+from localmem.retrieval.scope import project_scope
 from localmem.storage.layers import calls, recalls
 from localmem.storage.reads.traversal import session_started
 from localmem.storage.write.store import Store
@@ -41,6 +43,7 @@ from mcp_server.args import (
     MAX_QUERY_CHARS,
     MAX_TURNS_PER_CALL,
     Ctx,
+    ProjectArg,
     Scope,
     When,
     state,
@@ -74,6 +77,7 @@ async def remember(
         str | None,
         Field(min_length=1, max_length=MAX_LABEL_CHARS, description="conversation id; default: one session per day"),
     ] = None,
+    project: ProjectArg = None,
 ) -> Remembered:
     st = state(ctx)
     chars = sum(len(t.text) for t in turns)
@@ -81,7 +85,8 @@ async def remember(
         raise ToolError(f"turns: {chars:,} characters in one call, at most {MAX_CHARS_PER_CALL:,}; send fewer at once")
     now = datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
     key = session or f"mcp-{now[:10]}"
-    res = await st.call(_write_remembered, st.store, turns, key, now, write=True)
+    where = None if project is None else await st.call(_project, project)
+    res = await st.call(_write_remembered, st.store, turns, key, now, where, write=True)
     return Remembered(
         session=key,
         turn_ids=list(res.turn_ids),
@@ -97,13 +102,27 @@ async def remember(
 
 REMEMBER = f"""Store messages in long-term memory. Use it for anything worth recalling in a later conversation:
 facts about the user, decisions, plans, preferences, events. Pass the messages verbatim (each with speaker and,
-if known, timestamp); `session` groups one conversation. Returns at once with the stored turn ids (a message
+if known, timestamp); `session` groups one conversation; `project` (a folder path) files it under that project
+for project-scoped recall. Returns at once with the stored turn ids (a message
 stored before is recognised and not duplicated); indexing by the local model continues in the background.
 Limits: {MAX_TURNS_PER_CALL} messages and {MAX_CHARS_PER_CALL:,} characters per call, {MAX_TURN_CHARS:,} per
 message."""
 
 
-def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str) -> WriteResult:
+def _project(path: str) -> Project:
+    scope = project_scope(path)
+    return Project(cwd=scope.root, repository=scope.repository)
+
+
+def _scope(scope: str | None, project: str | None) -> str | None:
+    if project is None:
+        return scope
+    if scope is not None:
+        raise ToolError("give scope or project, not both")
+    return PROJECT_PREFIX + project
+
+
+def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str, project: Project | None) -> WriteResult:
     """A new session starts at its earliest given timestamp (now, when none is given), so
     recalled sessions are headed with the turns' own dates. A turn without a timestamp
     gets its session's start: a client re-sending the same turns later then matches them
@@ -116,8 +135,8 @@ def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str) ->
             except ValueError as exc:
                 raise InputError(f"turns[{i}].timestamp: {exc}") from exc
     start = session_started(store.conn, "mcp", key) or min(stamps, default=now)
-    items = [TurnIn(text=t.text, speaker=t.speaker, role=t.role, timestamp=t.timestamp or start) for t in turns]
-    return store.write(items, key, source="mcp", started_at=start)
+    items = tuple(TurnIn(text=t.text, speaker=t.speaker, role=t.role, timestamp=t.timestamp or start) for t in turns)
+    return store.write(SessionIn(key, items, started_at=start, source="mcp", project=project))
 
 
 def client_name(ctx: Ctx) -> str:
@@ -127,10 +146,10 @@ def client_name(ctx: Ctx) -> str:
     return f"mcp:{name}" if name else "mcp"
 
 
-async def _recorded(ctx: Ctx, c: Context, tool: str, as_of: str | None, scope: str | None) -> None:
+async def _recorded(ctx: Ctx, c: Context, tool: str, as_of: str | None, scope: str | None, project: str | None) -> None:
     """What ``tool`` handed the client, into the recall log (best effort: never the reply's cost)."""
     st = state(ctx)
-    rec = recalls.from_context(c, client_name(ctx), tool, as_of=as_of, scope=scope)
+    rec = recalls.from_context(c, client_name(ctx), tool, as_of=as_of, scope=scope, project=project)
     await st.call(recalls.log, st.store.conn, rec, st.store.settings.recall_log)
 
 
@@ -145,10 +164,13 @@ def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
         budget_tokens: Annotated[int, budget] = default,
         as_of: When = None,
         scope: Scope = None,
+        project: ProjectArg = None,
     ) -> Recalled:
         st = state(ctx)
-        c = await st.call(reconstruct_context, st.store, query, budget_tokens, as_of=as_of, scope=scope)
-        await _recorded(ctx, c, "reconstruct", as_of, scope)
+        c = await st.call(
+            reconstruct_context, st.store, query, budget_tokens, as_of=as_of, scope=_scope(scope, project)
+        )
+        await _recorded(ctx, c, "reconstruct", as_of, scope, project)
         turns = [
             CitedTurn(
                 turn_id=t.turn_id,
@@ -166,7 +188,8 @@ def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
 chronological text grouped by session with dates (at most `budget_tokens`, default {default:,}, at most
 {cap:,}), plus the cited turns (ids, sessions, times, and why each is there: anchor / temporal / semantic /
 antecedent). No model call; fast. Use it first whenever the user refers to something from before. `as_of`
-ignores later messages; `scope` limits to one session key or source. For step-by-step digging use search_cues
+ignores later messages; `scope` limits to one session key or source; `project` (a folder) to that project's
+sessions plus what the user said about themselves anywhere. For step-by-step digging use search_cues
 and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
 
     async def answer(
@@ -175,12 +198,15 @@ and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
         budget_tokens: Annotated[int, budget] = default,
         as_of: When = None,
         scope: Scope = None,
+        project: ProjectArg = None,
     ) -> Answered:
         st = state(ctx)
         assert st.generator is not None
         # The store lock is held to reconstruct and to log the call only; the model answers without it.
-        context = await st.call(reconstruct_context, st.store, question, budget_tokens, as_of=as_of, scope=scope)
-        await _recorded(ctx, context, "answer", as_of, scope)
+        context = await st.call(
+            reconstruct_context, st.store, question, budget_tokens, as_of=as_of, scope=_scope(scope, project)
+        )
+        await _recorded(ctx, context, "answer", as_of, scope, project)
         records: list[CallRecord] = []
         try:
             res = await st.generate(answer_from, st.generator, question, context, as_of=as_of, records=records)

@@ -163,6 +163,8 @@ candidates_ref_turns = 5000
 assistant_lists = "asked"
 speaker_query = false
 second_hop = 0.2
+project_elsewhere = 0.5
+project_personal = "all"
 rrf_k = 30          # an integer where a number is asked is fine
 common_term_share = 1.0
 lexical_max_rows = 0
@@ -211,6 +213,8 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
             assistant_lists="asked",
             speaker_query=False,
             second_hop=0.2,
+            project_elsewhere=0.5,
+            project_personal="all",
             rrf_k=30.0,
             common_term_share=1.0,
             lexical_max_rows=0,

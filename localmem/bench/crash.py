@@ -22,8 +22,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -32,22 +30,13 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from localmem.storage.bench import reads as benchreads
+from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
+from localmem.storage.bench import reads
 from localmem.storage.engine import db
 
 T = TypeVar("T")
 
 PROTOCOL = "2025-06-18"
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)
-    return env
-
-
-def _localmem(dbfile: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "localmem", "--db", str(dbfile), *args]
 
 
 def _read(dbfile: Path, read: Callable[[db.Conn], T]) -> T:
@@ -60,7 +49,7 @@ def _read(dbfile: Path, read: Callable[[db.Conn], T]) -> T:
 
 
 def _texts(dbfile: Path) -> Counter[str]:
-    return _read(dbfile, benchreads.turn_text_counts)
+    return _read(dbfile, reads.turn_text_counts)
 
 
 def _kill_after(proc: subprocess.Popen[Any], delay: float) -> threading.Timer:
@@ -80,8 +69,8 @@ def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: s
         for t in lines:
             fh.write(json.dumps({"text": t, "speaker": "log", "timestamp": "2024-06-01T09:00:00"}) + "\n")
     proc = subprocess.Popen(
-        _localmem(dbfile, "ingest", str(path), "--json"),
-        env=_env(),
+        localmem_cmd(dbfile, "ingest", str(path), "--json"),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -89,11 +78,11 @@ def _ingest_round(dbfile: Path, work: Path, r: int, rng: random.Random, acked: s
     proc.wait()
     timer.cancel()
     killed = proc.returncode == -signal.SIGKILL
-    done = _read(dbfile, lambda c: benchreads.resume_unit(c, str(path.resolve())))
+    done = _read(dbfile, lambda c: reads.resume_unit(c, str(path.resolve())))
     have = _texts(dbfile)
     lost_before_resume = sum(1 for t in lines[: int(done)] if have[t] == 0)
     # Resume: the same command again, to the end.
-    again = subprocess.run(_localmem(dbfile, "ingest", str(path), "--json"), env=_env(), capture_output=True)
+    again = subprocess.run(localmem_cmd(dbfile, "ingest", str(path), "--json"), env=child_env(), capture_output=True)
     have = _texts(dbfile)
     acked.update(lines)
     return {
@@ -112,8 +101,8 @@ def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
 
 def _mcp_round(dbfile: Path, r: int, rng: random.Random, acked: set[str]) -> dict[str, Any]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_server", "--db", str(dbfile), "--no-worker"],
-        env=_env(),
+        mcp_server_cmd(dbfile),
+        env=child_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -181,23 +170,20 @@ def _mcp_round(dbfile: Path, r: int, rng: random.Random, acked: set[str]) -> dic
 
 def _worker_round(dbfile: Path, rng: random.Random) -> dict[str, Any]:
     proc = subprocess.Popen(
-        _localmem(dbfile, "worker"), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        localmem_cmd(dbfile, "worker"), env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     timer = _kill_after(proc, rng.uniform(1.5, 6.0))
     proc.wait()
     timer.cancel()
-    held = _read(dbfile, lambda c: benchreads.jobs_held_by_pid(c, proc.pid))
+    held = _read(dbfile, lambda c: reads.jobs_held_by_pid(c, proc.pid))
     return {"killed": proc.returncode == -signal.SIGKILL, "jobs_held_at_kill": int(held), "pid": proc.pid}
 
 
 def run(*, rounds: int = 50, seed: int = 0, workdir: Path | None = None) -> dict[str, Any]:
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory(prefix="localmem-crash-") as tmp:
-        work = workdir or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with working_folder(workdir, "crash") as work:
         dbfile = work / "crash.db"
-        create = "import localmem, sys; localmem.open(sys.argv[1]).close()"
-        subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
+        create_store(dbfile)
         acked: set[str] = set()
         per_kind: dict[str, list[dict[str, Any]]] = {"ingest": [], "mcp": [], "worker": []}
         quick_failures = 0
@@ -213,14 +199,14 @@ def run(*, rounds: int = 50, seed: int = 0, workdir: Path | None = None) -> dict
                 out = _worker_round(dbfile, rng)
                 held_pids.append((out["pid"], out["jobs_held_at_kill"]))
                 per_kind[kind].append(out)
-            if _read(dbfile, benchreads.quick_check) != "ok":
+            if _read(dbfile, reads.quick_check) != "ok":
                 quick_failures += 1
         # A last worker pass reclaims what the last killed worker held.
-        subprocess.run(_localmem(dbfile, "worker", "--once"), env=_env(), capture_output=True)
-        still_held = sum(_read(dbfile, partial(benchreads.jobs_held_by_pid, pid=p)) for p, _n in held_pids)
+        subprocess.run(localmem_cmd(dbfile, "worker", "--once"), env=child_env(), capture_output=True)
+        still_held = sum(_read(dbfile, partial(reads.jobs_held_by_pid, pid=p)) for p, _n in held_pids)
         have = _texts(dbfile)
-        integrity = _read(dbfile, benchreads.integrity_check)
-        fk = _read(dbfile, benchreads.foreign_key_violations)
+        integrity = _read(dbfile, reads.integrity_check)
+        fk = _read(dbfile, reads.foreign_key_violations)
         ing, mcp, wrk = per_kind["ingest"], per_kind["mcp"], per_kind["worker"]
         return {
             "rounds": rounds,

@@ -21,7 +21,7 @@ from typing import Any
 from localmem.bench import latency
 from localmem.config import Settings
 from localmem.models.embedding import Embedder
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.copies import backup
 from localmem.storage.engine import db, keys
 
@@ -47,7 +47,7 @@ def _open_ms(path: Path, times: int = 10) -> float:
     for _ in range(times):
         t0 = time.perf_counter()
         conn = db.connect(path, readonly=True)
-        benchreads.schema_objects(conn)
+        reads.schema_objects(conn)
         conn.close()
         samples.append(1000 * (time.perf_counter() - t0))
     return round(statistics.median(samples), 2)

@@ -10,13 +10,14 @@ grounding.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from localmem.bench.metrics import read_benchmark
+from localmem.bench.preamble import fresh_file
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.enrichment.worker import run_worker
@@ -38,12 +39,10 @@ def run(
     sample: str | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
-    db_path = workdir / "extraction.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db_path) + suffix).unlink(missing_ok=True)
+    db_path = fresh_file(workdir / "extraction.db")
     fmt = detect(data)
     if fmt == "locomo" and sample is None:
-        sample = str(json.loads(data.read_text("utf-8"))[0]["sample_id"])
+        sample = str(read_benchmark(data, "LoCoMo")[0]["sample_id"])
     # extraction's own cost: antecedent links are measured by ``bench locomo --model``
     settings = replace(settings, cable=replace(settings.cable, enabled=False))
     with Store(db_path, embedder=embedder, settings=settings) as store:

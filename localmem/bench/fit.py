@@ -37,7 +37,7 @@ from localmem.models.embedding import Embedder
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.reconstruct import assemble
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.reads import queries
 from localmem.storage.reads.queries import Filter
 from localmem.storage.write.store import Store
@@ -139,7 +139,7 @@ def _locomo_questions(
             log(f"conversation {sid}: pools")
             store = open_conversation_store(workdir, sid, data, embedder, settings)
             stores.append(store)
-            by_turn: dict[int, str | None] = benchreads.source_ids(store.conn)
+            by_turn: dict[int, str | None] = reads.source_ids(store.conn)
             for qa in sample.get("qa", []):
                 cat = qa.get("category")
                 ev, _bad = clean_evidence(qa.get("evidence") or [])

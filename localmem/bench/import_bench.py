@@ -32,7 +32,7 @@ import apsw
 
 from localmem.bench.bigexport import GENERATOR, ExportStats, write_export
 from localmem.ingest.runner import BATCH_TURNS
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 
 Log = Callable[[str], None]
 _LINE = re.compile(r"^ingest: ([\d,]+)/([\d,]+) turns \([\d.]+%\), ([\d,.]+) turns/s.*?(?:ETA (\d+):(\d\d):(\d\d))?$")
@@ -160,7 +160,7 @@ def _turns(db: Path) -> int:
         conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             conn.set_busy_timeout(2000)
-            return benchreads.count_turns(conn)
+            return reads.count_turns(conn)
         finally:
             conn.close()
     except (apsw.SQLError, apsw.BusyError):  # no tables yet, or a checkpoint in the way: ask again later
@@ -174,7 +174,7 @@ def _stored(db: Path) -> tuple[int, int]:
         return 0, 0
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        n, distinct = benchreads.turn_identities(conn)
+        n, distinct = reads.turn_identities(conn)
     except apsw.SQLError:  # no tables yet
         return 0, 0
     finally:

@@ -40,11 +40,11 @@ from typing import Any
 
 import localmem.ingest.runner as runner_mod
 import localmem.storage.write.store as store_mod
+from localmem.bench.preamble import fresh_file
 from localmem.config import Settings
-from localmem.ingest import detect
-from localmem.ingest import longmemeval as lme
+from localmem.ingest import detect, longmemeval
 from localmem.models.embedding import Embedder
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.write.store import Store
 from localmem.storage.write.vectorize import turn_doc, turn_vectors
 
@@ -105,7 +105,7 @@ def profiled(store: Store, timers: Timers) -> Iterator[None]:
     looks up at call time, and this store's own methods), removed on exit."""
     hooks: list[tuple[Any, str, str]] = [
         (runner_mod, "units", "parse"),
-        (store_mod, "prepare", "prepare"),
+        (store_mod, "prepare_all", "prepare"),  # what Store._stage calls per session
         (store_mod, "link_semantic", "edges"),
         (store, "_known_hashes", "prepare"),
         (store, "_embed", "embed"),
@@ -128,7 +128,7 @@ def profiled(store: Store, timers: Timers) -> Iterator[None]:
 
 def first_question(path: Path) -> str:
     """The question id of a LongMemEval file's first haystack."""
-    for u in lme.units(path):
+    for u in longmemeval.units(path):
         for s in u.sessions:
             return s.source.removeprefix("longmemeval:")
     return ""
@@ -147,9 +147,7 @@ def run(
     fmt = fmt or detect(path)
     if fmt == "longmemeval" and question is None:
         question = first_question(path)  # one haystack, not the whole file
-    db_path = workdir / "ingest.db"
-    for p in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
-        p.unlink(missing_ok=True)
+    db_path = fresh_file(workdir / "ingest.db")
     embedder.embed(["load the model before anything is timed"])
     timers = Timers()
     with Store(db_path, embedder=embedder, settings=settings) as store:
@@ -157,8 +155,8 @@ def run(
             t0, c0 = time.perf_counter(), time.process_time()
             report = runner_mod.ingest_file(store, path, fmt, question=question)
             total, cpu = time.perf_counter() - t0, time.process_time() - c0
-        rows = benchreads.turn_texts(store.conn)
-        spans = benchreads.statement_spans(store.conn)
+        rows = reads.turn_texts(store.conn)
+        spans = reads.statement_spans(store.conn)
     docs = [turn_doc(r.speaker, r.text, r.ts) for r in rows]
     log(f"ingested {report.new} turns in {total:.1f} s; now the model alone on the same {len(docs)} turns")
     t1, c1 = time.perf_counter(), time.process_time()

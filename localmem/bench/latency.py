@@ -18,7 +18,7 @@ from localmem.config import Settings
 from localmem.models.embedding import Embedder
 from localmem.records import SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.bench import synthetic as synthetic_store
+from localmem.storage.bench import synthetic
 from localmem.storage.bench.reads import count_edges, count_turns
 from localmem.storage.write.store import Store
 
@@ -120,7 +120,7 @@ def run(
 def add_antecedent_edges(store: Store, per_turn: int, seed: int = 0) -> None:
     """``per_turn`` antecedent edges into every turn from random earlier turns (once per
     store): the read cost of CABLE's expansion on a dense graph, no model needed."""
-    synthetic_store.add_antecedent_edges(store.conn, per_turn, seed)
+    synthetic.add_antecedent_edges(store.conn, per_turn, seed)
 
 
 def table(result: dict[str, Any]) -> str:

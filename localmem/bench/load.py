@@ -19,10 +19,7 @@ leaves the machine (stdio pipes and a local file only).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -32,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 
-from localmem.storage.bench import reads as benchreads
+from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
+from localmem.storage.bench import reads
 from localmem.storage.engine import db
 
 if TYPE_CHECKING:
@@ -64,19 +62,12 @@ class ClientReport:
         }
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)  # no background model: the load is on the store
-    return env
-
-
 def _server(dbfile: Path) -> Client:
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server", "--db", str(dbfile), "--no-worker"], env=_env()
-    )
+    cmd = mcp_server_cmd(dbfile)
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=child_env())
     return Client(params, read_timeout_seconds=120)
 
 
@@ -151,16 +142,12 @@ def _jsonl(path: Path, prefix: str, n: int) -> list[str]:
     return texts
 
 
-def _localmem(dbfile: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "localmem", "--db", str(dbfile), *args]
-
-
 async def _ingest(dbfile: Path, work: Path, rep: ClientReport, start: Start, turns: int) -> None:
     texts = _jsonl(work / "export.jsonl", "ingest", turns)
     await start.ready()
     t0 = time.perf_counter()
     rep.calls = 1
-    proc = await anyio.run_process(_localmem(dbfile, "ingest", str(work / "export.jsonl"), "--json"), check=False)
+    proc = await anyio.run_process(localmem_cmd(dbfile, "ingest", str(work / "export.jsonl"), "--json"), check=False)
     rep.latencies_ms.append((time.perf_counter() - t0) * 1000)
     if proc.returncode == 0:
         rep.accepted, rep.texts = len(texts), texts
@@ -173,8 +160,8 @@ async def _watch(dbfile: Path, work: Path, rep: ClientReport, start: Start, file
     folder.mkdir()
     log = (work / "watch.err").open("w+", encoding="utf-8")  # a file: a full pipe would stall the watcher
     proc = subprocess.Popen(
-        _localmem(dbfile, "watch", str(folder), "--settle", "0.5"),
-        env=_env(),
+        localmem_cmd(dbfile, "watch", str(folder), "--settle", "0.5"),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=log,
         text=True,
@@ -208,7 +195,7 @@ async def _watch(dbfile: Path, work: Path, rep: ClientReport, start: Start, file
 def _missing(dbfile: Path, texts: list[str]) -> list[str]:
     conn = db.connect(dbfile)
     try:
-        have = benchreads.turn_text_counts(conn)
+        have = reads.turn_text_counts(conn)
     finally:
         conn.close()
     return [t for t in texts if t not in have]
@@ -217,7 +204,7 @@ def _missing(dbfile: Path, texts: list[str]) -> list[str]:
 def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
     conn = db.connect(dbfile)
     try:
-        counts = benchreads.turn_text_counts(conn)
+        counts = reads.turn_text_counts(conn)
         acked = [t for r in reports if r.kind in ("writer", "ingest") for t in r.texts]
         turns = sum(counts.values())
         return {
@@ -227,9 +214,9 @@ def _check(dbfile: Path, reports: list[ClientReport]) -> dict[str, Any]:
             "duplicated": sum(n - 1 for n in counts.values() if n > 1),
             "watch_files_missing_turns": sum(len(_missing(dbfile, r.texts)) for r in reports if r.kind == "watch"),
             "reconstruct_failures": sum(sum(r.errors.values()) for r in reports if r.kind == "reader"),
-            "integrity_check": benchreads.integrity_check(conn),
-            "foreign_key_violations": benchreads.foreign_key_violations(conn),
-            **asdict(benchreads.index_counts(conn)),
+            "integrity_check": reads.integrity_check(conn),
+            "foreign_key_violations": reads.foreign_key_violations(conn),
+            **asdict(reads.index_counts(conn)),
         }
     finally:
         conn.close()
@@ -246,13 +233,9 @@ def run(
     workdir: Path | None = None,
 ) -> dict[str, Any]:
     """Run the load for ``seconds`` (plus start-up and the watcher's catch-up) and check the file."""
-    with tempfile.TemporaryDirectory(prefix="localmem-load-") as tmp:
-        work = workdir or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with working_folder(workdir, "load") as work:
         dbfile = work / "load.db"
-        # Create and migrate the file first, as a user's first command would.
-        create = "import localmem, sys; localmem.open(sys.argv[1]).close()"
-        subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
+        create_store(dbfile)
         reports = [ClientReport(f"writer{i}", "writer") for i in range(writers)]
         reports += [ClientReport(f"reader{i}", "reader") for i in range(readers)]
         ing, wat = ClientReport("ingest", "ingest"), ClientReport("watch", "watch")

@@ -8,7 +8,6 @@ and skipped.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from localmem.answering.explore import explore
 from localmem.bench.metrics import METHODS, Tally, clean_evidence, found_fraction, read_benchmark
+from localmem.bench.preamble import store_with
 from localmem.config import Settings
 from localmem.enrichment.antecedent import cable_totals, per_turn
 from localmem.ingest import locomo
@@ -33,10 +33,8 @@ def open_conversation_store(
 ) -> Store:
     """The conversation's store (its first ``sessions`` sessions only, when given)."""
     name = f"locomo-{sample_id}.db" if sessions is None else f"locomo-{sample_id}-s{sessions}.db"
-    store = Store(workdir / name, embedder=embedder, settings=settings)
     parsed = list(locomo.parse(data, sample=sample_id))
-    store.write_sessions(parsed[:sessions] if sessions is not None else parsed)
-    return store
+    return store_with(workdir / name, embedder, settings, parsed[:sessions] if sessions is not None else parsed)
 
 
 def within_sessions(evidence: Sequence[str], sessions: int | None) -> bool:
@@ -181,7 +179,7 @@ def run_explore(
     """``--mode explore``: per question, the evidence recall of the turns the model
     explored and of its supports, rounds, calls and tokens, beside reconstruct's recall
     at ``budget`` on the same questions."""
-    samples = json.loads(data.read_text("utf-8"))
+    samples = read_benchmark(data, "LoCoMo")
     rows: list[dict[str, Any]] = []
     for sample in samples[:limit] if limit else samples:
         sid = str(sample["sample_id"])

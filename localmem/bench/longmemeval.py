@@ -11,6 +11,7 @@ from typing import Any
 import apsw
 
 from localmem.bench.metrics import METHODS, Tally, found_fraction, read_benchmark
+from localmem.bench.preamble import store_with
 from localmem.config import Settings
 from localmem.ingest import longmemeval
 from localmem.models.embedding import Embedder
@@ -58,13 +59,7 @@ def is_built(path: Path, item: dict[str, Any]) -> bool:
 
 def open_question_store(path: Path, data: Path, qid: str, embedder: Embedder, settings: Settings) -> Store:
     """The question's store, its haystack written (known turns embed nothing again)."""
-    store = Store(path, embedder=embedder, settings=settings)
-    try:
-        store.write_sessions(list(longmemeval.parse(data, question=qid)))
-    except BaseException:
-        store.close()
-        raise
-    return store
+    return store_with(path, embedder, settings, list(longmemeval.parse(data, question=qid)))
 
 
 def haystack_stores(

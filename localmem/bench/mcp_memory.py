@@ -15,13 +15,13 @@ a lie); Linux only (``/proc``), like the rest of ``bench scale``'s memory column
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from localmem.bench import procmem
+from localmem.bench.preamble import child_env, mcp_server_cmd
 
 
 def _children(pid: int) -> list[int]:
@@ -50,11 +50,8 @@ async def _measure(path: Path, queries: list[str], settle_s: float) -> dict[str,
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports the bench package
     from mcp import Client, StdioServerParameters
 
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "mcp_server", "--db", str(path), "--no-worker"], env=env
-    )
+    cmd = mcp_server_cmd(path)
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=child_env())
     async with Client(params, read_timeout_seconds=600) as client:
         for q in queries:
             result = await client.call_tool("reconstruct", {"query": q})

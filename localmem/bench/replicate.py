@@ -26,26 +26,17 @@ import random
 import signal
 import statistics
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
-from localmem.storage.bench import reads as benchreads
-from localmem.storage.copies import replica
-from localmem.storage.copies import restore as replica_restore
-from localmem.storage.engine import checkpoints as replica_live
-from localmem.storage.engine import db
+from localmem.bench.preamble import child_env, create_store, localmem_cmd, mcp_server_cmd, working_folder
+from localmem.storage.bench import reads
+from localmem.storage.copies import replica, restore
+from localmem.storage.engine import checkpoints, db
 
 PROTOCOL = "2025-06-18"
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)
-    return env
 
 
 class Acks:
@@ -111,15 +102,18 @@ class Writer(threading.Thread):
         path = self.work / f"ingest-{self.n}.jsonl"
         texts = [f"ingest file {self.n} line {i}: the ferry left pier {i % 9} at dawn." for i in range(10)]
         path.write_text("".join(json.dumps({"text": t, "speaker": "log"}) + "\n" for t in texts), "utf-8")
-        cmd = [sys.executable, "-m", "localmem", "--db", str(self.dbfile), "ingest", str(path)]
-        self.proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = localmem_cmd(self.dbfile, "ingest", str(path))
+        self.proc = subprocess.Popen(cmd, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if self.proc.wait() == 0:
             self.ack(texts)
 
     def _mcp(self) -> None:
-        cmd = [sys.executable, "-m", "mcp_server", "--db", str(self.dbfile), "--no-worker"]
         proc = subprocess.Popen(
-            cmd, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            mcp_server_cmd(self.dbfile),
+            env=child_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         self.proc, self.live = proc, 0
         assert proc.stdin is not None and proc.stdout is not None
@@ -156,7 +150,7 @@ def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
 def _texts(path: Path) -> set[str]:
     conn = db.connect(path, readonly=True)
     try:
-        return set(benchreads.turn_text_counts(conn))
+        return set(reads.turn_text_counts(conn))
     finally:
         conn.close()
 
@@ -176,12 +170,12 @@ def run(
     snapshots: bool = False,
 ) -> dict[str, Any]:
     """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
-    replicates (what localmem did before ``replica_live``), to compare. ``snapshots``: the
+    replicates (what localmem did before ``checkpoints``), to compare. ``snapshots``: the
     replicator is ``localmem replicate --snapshots --interval 1`` instead of Litestream (the
     rounds kill it in Litestream's place)."""
     saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
     if app_checkpoints:
-        os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(replica_live.DEFAULT_AUTOCHECKPOINT)
+        os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(checkpoints.DEFAULT_AUTOCHECKPOINT)
     try:
         return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir, snapshots=snapshots) | {
             "app_checkpoints": app_checkpoints,
@@ -196,13 +190,10 @@ def run(
 
 def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snapshots: bool) -> dict[str, Any]:
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory(prefix="localmem-replicate-") as tmp:
-        work = workdir or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
+    with working_folder(workdir, "replicate") as work:
         dbfile, rep = work / "live.db", work / "replica"
         url = f"file://{rep}"
-        create = "import localmem, sys; localmem.open(sys.argv[1]).close()"
-        subprocess.run([sys.executable, "-c", create, str(dbfile)], env=_env(), check=True, capture_output=True)
+        create_store(dbfile)
         config = replica.write_config(dbfile, url, work / "litestream")
         log = (work / "litestream.log").open("ab")
         name = "snapshots" if snapshots else "litestream"
@@ -210,9 +201,8 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snap
         def start() -> subprocess.Popen[bytes]:
             if not snapshots:
                 return replica.start_litestream(dbfile, config, stdout=log, stderr=log)
-            cmd = [sys.executable, "-m", "localmem", "--db", str(dbfile), "replicate", "--snapshots"]
-            cmd += ["--to", url, "--interval", "1", "--keep", "5"]
-            return subprocess.Popen(cmd, env=_env(), stdout=log, stderr=log)
+            cmd = localmem_cmd(dbfile, "replicate", "--snapshots", "--to", url, "--interval", "1", "--keep", "5")
+            return subprocess.Popen(cmd, env=child_env(), stdout=log, stderr=log)
 
         litestream = start()
         acks = Acks()
@@ -249,7 +239,7 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snap
         time.sleep(3.0)  # Litestream ships the last transactions
         final = work / "final.db"
         try:
-            last = replica_restore.restore(url, final)
+            last = restore.restore(url, final)
             final_turns: int | str = int(str(last["turns"]))
             final_back = last.get("fell_back")
             have = _texts(final)
@@ -288,7 +278,7 @@ def _check_round(
     t0 = time.perf_counter()
     back: Any = None
     try:
-        back = replica_restore.restore(url, out, force=True).get("fell_back")
+        back = restore.restore(url, out, force=True).get("fell_back")
         integrity = "ok"  # restore checks integrity_check before renaming into place
         have = _texts(out)
     except Exception as exc:  # a failed restore is a result of this bench, not a crash of it

@@ -54,7 +54,7 @@ from localmem.models.registry import default_embedder
 from localmem.retrieval import pool as pool_mod
 from localmem.retrieval import reconstruct as reconstruct_mod
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.bench import reads as benchreads
+from localmem.storage.bench import reads
 from localmem.storage.engine import db
 from localmem.storage.reads import queries as queries_mod
 from localmem.storage.write.store import Store
@@ -84,11 +84,11 @@ def queries_for(path: Path, n: int, seed: int = 11) -> list[str]:
     user asks about something said), read back from the store itself."""
     conn = db.connect(path, readonly=True)
     try:
-        top = benchreads.max_turn_id(conn)
+        top = reads.max_turn_id(conn)
         rng = random.Random(seed)
         out = []
         for _ in range(n):
-            turn = benchreads.turn_from(conn, rng.randint(1, top))
+            turn = reads.turn_from(conn, rng.randint(1, top))
             words = turn.text.replace(".", "").split()
             out.append(f"What did {turn.speaker} say about {' '.join(rng.sample(words, min(4, len(words))))}?")
         return out
@@ -245,7 +245,7 @@ def run(
         log(f"{n}: built in {build_s:.0f} s" if build_s else f"{n}: kept the store built before")
         conn = db.connect(path, readonly=True)
         try:
-            cues = benchreads.count_cues(conn)
+            cues = reads.count_cues(conn)
         finally:
             conn.close()
         size = sum(p.stat().st_size for p in pagecache.files(path))

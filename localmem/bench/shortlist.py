@@ -12,7 +12,6 @@ the store's embedder. Read-only.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from localmem.bench.metrics import read_benchmark
 from localmem.models.embedding import Embedder
 from localmem.storage.vectors.table_mirror import HELD_ROWS, VectorMirror
 from localmem.storage.write.store import Store
@@ -43,7 +43,7 @@ def _exact_top(conn: Any, mirror: VectorMirror, allowed: np.ndarray, qvecs: np.n
 def run(
     db: Path, data: Path, embedder: Embedder, *, ks: tuple[int, ...] = (10, 30), limit: int | None = None
 ) -> dict[str, Any]:
-    items = json.loads(data.read_text("utf-8"))
+    items = read_benchmark(data, "LongMemEval")
     questions = [str(it["question"]) for it in items][:limit]
     store = Store(db, embedder=embedder)
     try:

@@ -12,14 +12,13 @@ turns (``join``).
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from localmem.bench.preamble import child_env, localmem_cmd
 from localmem.bench.syncthing import Daemon, mesh
 from localmem.config import Settings
 from localmem.errors import LocalmemError
@@ -30,12 +29,6 @@ from localmem.sync.fold import fold
 from localmem.sync.keys import Keyring
 
 NAMES = ["laptop", "desktop", "work"]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("LOCALMEM_MODEL", None)
-    return env
 
 
 def _chat_file(path: Path, device: str, sessions: int, per: int) -> int:
@@ -58,8 +51,8 @@ async def _remember(
 ) -> None:
     from mcp import Client, StdioServerParameters  # lazy: the SDK takes ~0.5 s to import
 
-    cmd = ["-m", "localmem", "--db", str(db), "serve", "--no-worker", "--sync", str(folder), "--sync-interval", "1"]
-    params = StdioServerParameters(command=sys.executable, args=cmd, env=_env())
+    cmd = localmem_cmd(db, "serve", "--no-worker", "--sync", str(folder), "--sync-interval", "1")
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=child_env())
     n = 0
     async with Client(params, read_timeout_seconds=600) as client:
         for c in range(calls):
@@ -107,8 +100,8 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
             chats = workdir / d.name / "chats.jsonl"
             ingested = _chat_file(chats, d.name, per_device // 20, 10)
             ingest = await anyio.run_process(
-                [sys.executable, "-m", "localmem", "--db", str(dbs[i]), "ingest", str(chats)],
-                env=_env(),
+                localmem_cmd(dbs[i], "ingest", str(chats)),
+                env=child_env(),
                 check=False,
             )
             if ingest.returncode != 0:
@@ -127,8 +120,8 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
         # One device forgets one of its sessions, every device derives a cue (through the
         # door, as enrichment would: no model runs on this CPU), then the CLI syncs too.
         forget = await anyio.run_process(
-            [sys.executable, "-m", "localmem", "--db", str(dbs[0]), "forget", "--session", f"{NAMES[0]}-chat-0"],
-            env=_env(),
+            localmem_cmd(dbs[0], "forget", "--session", f"{NAMES[0]}-chat-0"),
+            env=child_env(),
         )
         for i, db in enumerate(dbs):
             _derive(db, f"bench-model-{i}")

@@ -23,7 +23,22 @@ from pathlib import Path
 import apsw
 
 from localmem import __version__
-from localmem.cli import admin, cable_flags, enrichment, export, memory, pairlink, read, replica, secure, sync, ui
+from localmem.cli import (
+    admin,
+    cable_flags,
+    capture,
+    enrichment,
+    export,
+    hooks,
+    memory,
+    pairlink,
+    read,
+    redact,
+    replica,
+    secure,
+    sync,
+    ui,
+)
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
@@ -71,7 +86,7 @@ def _utf8(value: object) -> bool:
 
 
 def _flag(dest: str) -> str:
-    return dest.upper() if dest in ("file", "path", "dir", "text") else "--" + dest.replace("_", "-")
+    return dest.upper() if dest in ("file", "path", "dir", "text") else "--" + dest.rstrip("_").replace("_", "-")
 
 
 def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
@@ -102,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the order of `localmem --help`: the everyday commands first, groups interleaved
     for add in (
         memory.add_ingest,
+        capture.add_capture,
         memory.add_watch,
         read.add_query,
         enrichment.add_worker_parsers,
@@ -111,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         admin.add_stats,
         admin.add_doctor,
         memory.add_forget,
+        redact.add_redact,
         export.add_export,
         memory.add_backup,
         secure.add_encrypt,
@@ -122,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         memory.add_demo,
         admin.add_serve,
         admin.add_mcp_config,
+        hooks.add_hooks,
         ui.add_ui,
         add_bench_parser,
     ):

@@ -18,6 +18,7 @@ from localmem.cli.doctor import model_line, run_checks
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
+from localmem.hooks import status as hook_status
 from localmem.models.llm import model_layer_status, resolve_model_path
 from localmem.storage.engine.keys import is_encrypted
 from mcp_server import clientconfig
@@ -87,6 +88,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
         stats["enrichment"]["antecedent"]["construction_enabled"] = settings.cable.enabled
     stats["encrypted"] = is_encrypted(settings.db)
     stats["model_layer"] = model_layer_status()
+    stats["hooks"] = hook_status.read(settings.db)
     if args.json:
         print_json(stats)
         return 0
@@ -131,6 +133,11 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     )
     for p in e["parked"]:
         print(f"  parked {p['kind']} job {p['job']} (turn {p['turn_id']}, {p['attempts']} attempts): {p['error']}")
+    print(f"hooks         {hook_status.summary(stats['hooks'])}")
+    if err := stats["hooks"].get("last_error"):
+        print(
+            f"  last hook error {err.get('at')} ({err.get('client')} {err.get('event')}): {err.get('kind')}: {err.get('message', '')}"
+        )
     return 0
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,14 +24,17 @@ from localmem.bench import (
     shortlist,
 )
 from localmem.bench.locomo import open_conversation_store
-from localmem.bench.metrics import METHODS
+from localmem.bench.metrics import METHODS, read_benchmark
+from localmem.bench.preamble import Log, stderr_log, working_folder
 from localmem.cli import cable_flags
+from localmem.cli.bench_capture import add_capture_bench_parsers, add_hooks_bench_parser, add_projects_bench_parser
 from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.cli.bench_ui import add_ui_parser
+from localmem.cli.common import print_result
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
@@ -202,6 +203,9 @@ def add_bench_parser(sub: Any) -> None:
     add_ui_parser(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)
+    add_capture_bench_parsers(bsub)
+    add_hooks_bench_parser(bsub)
+    add_projects_bench_parser(bsub)
 
 
 def _run_shortlist(args: argparse.Namespace, settings: Settings) -> int:
@@ -227,46 +231,46 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"localmem-bench-{args.bench}-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    with working_folder(args.workdir, args.bench) as workdir:
+        result, text = _measure(args, settings, workdir, stderr_log(args.bench))
+    print_result(text, result, args.json)
+    return 0
+
+
+def _measure(args: argparse.Namespace, settings: Settings, workdir: Path, log: Log) -> tuple[dict[str, Any], str]:
+    """The result of the benchmark ``args`` ask for and its table."""
     embedder = default_embedder(settings.embedder)
-
-    def log(msg: str) -> None:
-        print(f"[bench {args.bench}] {msg}", file=sys.stderr)
-
-    result: dict[str, Any]
     if args.bench == "extraction":
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
         gen = generator(settings, args.model)
         result = extraction.run(args.data, gen, workdir, embedder, settings, args.limit, args.sample, log)
-        print(extraction.table(result))
-    elif args.bench == "cable-probe":
+        return result, extraction.table(result)
+    if args.bench == "cable-probe":
         if args.budget <= 0:
             raise InputError(f"--budget must be positive, got {args.budget}")
         gen = generator(settings, None if args.model in (None, "default") else args.model)
         if args.verifier:
             result = cable_probe.verifier_check(gen, settings, args.cases)
-            print(cable_probe.verifier_table(result))
-        else:
-            result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
-            print(cable_probe.table(result))
-    elif args.bench == "cable-fit":
+            return result, cable_probe.verifier_table(result)
+        result = cable_probe.run(gen, workdir, embedder, settings, args.budget, args.cases, log)
+        return result, cable_probe.table(result)
+    if args.bench == "cable-fit":
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
         result = cable_fit.run(
             args.data, workdir, embedder, settings, args.threshold, args.max_links,
             subtraction=not args.no_subtraction, link_dir=args.link_dir, log=log,
         )  # fmt: skip
-        print(cable_fit.table(result))
-    elif args.bench == "latency":
+        return result, cable_fit.table(result)
+    if args.bench == "latency":
         if args.antecedent_edges < 0:
             raise InputError(f"--antecedent-edges must be 0 or more, got {args.antecedent_edges}")
         result = latency.run(
             _ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log, args.antecedent_edges
         )
-        print(latency.table(result))
-    elif args.bench == "fit":
+        return result, latency.table(result)
+    if args.bench == "fit":
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
         if args.lme is not None and not args.lme.is_file():
@@ -279,80 +283,71 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
             args.merged,
         )  # fmt: skip
-        print(fit.table(result))
-    else:
-        if not args.data.is_file():
-            raise InputError("no such file", path=str(args.data))
-        merged = getattr(args, "merged", False)
-        losses = getattr(args, "losses", False)
-        if losses and getattr(args, "mode", "recall") == "explore":
-            raise InputError("--losses explains recall, not --mode explore")
-        budgets_text = args.budgets or (LOSS_BUDGETS if losses else MERGED_BUDGETS if merged else _BUDGETS[args.bench])
-        methods = [m.strip() for m in (args.methods or (MERGED_METHODS if merged else DEFAULT_METHODS)).split(",")]
-        methods = [m for m in methods if m]
-        unknown = [m for m in methods if m not in METHODS]
-        if unknown:
-            raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
-        mod = locomo if args.bench == "locomo" else longmemeval
-        if getattr(args, "mode", "recall") == "explore":
-            if args.enrich:
-                _enrich_locomo(args, settings, workdir, embedder, log)
-            gen = generator(settings, None if args.model in (None, "default") else args.model)
-            budget = _ints(budgets_text, "--budgets")[0]
-            result = locomo.run_explore(
-                args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
-            )
-            print(locomo.explore_table(result))
-            if args.json:
-                print(json.dumps(result))
-            return 0
-        if losses and args.bench == "locomo":
-            result = locomo_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
-                                       args.limit, log)  # fmt: skip
-            print(lme_losses.table(result, f"Where the evidence is lost, LoCoMo ({result['questions']} questions, "
-                                           f"{result['store']['conversations']} conversations, one store each); "
-                                           f"lists searched {result['depth']} deep"))  # fmt: skip
-            if args.json:
-                print(json.dumps(result))
-            return 0
-        if losses and not merged:
-            result = lme_haystack_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
-                                             args.limit, log, args.built_only)  # fmt: skip
-            print(lme_losses.table(result, f"Where the evidence is lost, LongMemEval ({result['questions']} questions, "
-                                           f"one store per haystack); lists searched {result['depth']} deep"))  # fmt: skip
-            if args.json:
-                print(json.dumps(result))
-            return 0
-        if merged:
-            if args.losses:
-                result = lme_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
-                                        args.limit, log)  # fmt: skip
-                print(lme_losses.table(result))
-            else:
-                result = lme_merged.run(
-                    args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log
-                )
-                print(lme_merged.table(result))
-            if args.json:
-                print(json.dumps(result))
-            return 0
-        if getattr(args, "model", None):
+        return result, fit.table(result)
+    return _recall(args, settings, workdir, embedder, log)
+
+
+def _recall(
+    args: argparse.Namespace, settings: Settings, workdir: Path, embedder: Any, log: Log
+) -> tuple[dict[str, Any], str]:
+    """``bench locomo`` and ``bench longmemeval`` in all their modes."""
+    if not args.data.is_file():
+        raise InputError("no such file", path=str(args.data))
+    merged = getattr(args, "merged", False)
+    losses = getattr(args, "losses", False)
+    if losses and getattr(args, "mode", "recall") == "explore":
+        raise InputError("--losses explains recall, not --mode explore")
+    budgets_text = args.budgets or (LOSS_BUDGETS if losses else MERGED_BUDGETS if merged else _BUDGETS[args.bench])
+    methods = [m.strip() for m in (args.methods or (MERGED_METHODS if merged else DEFAULT_METHODS)).split(",")]
+    methods = [m for m in methods if m]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise InputError(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    mod = locomo if args.bench == "locomo" else longmemeval
+    if getattr(args, "mode", "recall") == "explore":
+        if args.enrich:
             _enrich_locomo(args, settings, workdir, embedder, log)
-            if "localmem" in methods and "localmem-nocable" not in methods:
-                methods.append("localmem-nocable")  # the same stores with and without CABLE
-        sessions = getattr(args, "sessions", None)
-        if sessions is not None and sessions <= 0:
-            raise InputError(f"--sessions must be positive, got {sessions}")
-        extra: dict[str, Any] = {"sessions": sessions} if sessions is not None else {}
-        if args.bench == "longmemeval":
-            extra["built_only"] = args.built_only
-        result = mod.run(
-            args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
+        gen = generator(settings, None if args.model in (None, "default") else args.model)
+        budget = _ints(budgets_text, "--budgets")[0]
+        result = locomo.run_explore(
+            args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
         )
-        print(mod.table(result))
-    if args.json:
-        print(json.dumps(result))
-    return 0
+        return result, locomo.explore_table(result)
+    if losses and args.bench == "locomo":
+        result = locomo_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                   args.limit, log)  # fmt: skip
+        return result, lme_losses.table(result, f"Where the evidence is lost, LoCoMo ({result['questions']} questions, "
+                                                f"{result['store']['conversations']} conversations, one store each); "
+                                                f"lists searched {result['depth']} deep")  # fmt: skip
+    if losses and not merged:
+        result = lme_haystack_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                         args.limit, log, args.built_only)  # fmt: skip
+        return result, lme_losses.table(result, f"Where the evidence is lost, LongMemEval ({result['questions']} "
+                                                f"questions, one store per haystack); lists searched {result['depth']} "
+                                                "deep")  # fmt: skip
+    if merged:
+        if args.losses:
+            result = lme_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+                                    args.limit, log)  # fmt: skip
+            return result, lme_losses.table(result)
+        result = lme_merged.run(
+            args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log
+        )
+        return result, lme_merged.table(result)
+    if getattr(args, "model", None):
+        _enrich_locomo(args, settings, workdir, embedder, log)
+        if "localmem" in methods and "localmem-nocable" not in methods:
+            methods.append("localmem-nocable")  # the same stores with and without CABLE
+    sessions = getattr(args, "sessions", None)
+    if sessions is not None and sessions <= 0:
+        raise InputError(f"--sessions must be positive, got {sessions}")
+    extra: dict[str, Any] = {"sessions": sessions} if sessions is not None else {}
+    if args.bench == "longmemeval":
+        extra["built_only"] = args.built_only
+    result = mod.run(
+        args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
+    )
+    return result, mod.table(result)
 
 
 def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, embedder: Any, log: Any) -> None:
@@ -361,7 +356,7 @@ def _enrich_locomo(args: argparse.Namespace, settings: Settings, workdir: Path, 
     gen = generator(settings, None if args.model == "default" else args.model)
     if not getattr(args, "no_cable", False):  # the benchmark measures CABLE, whatever the default
         settings = replace(settings, cable=replace(settings.cable, enabled=True))
-    samples = json.loads(args.data.read_text("utf-8"))
+    samples = read_benchmark(args.data, "LoCoMo")
     for sample in samples[: args.limit] if args.limit else samples:
         sid = str(sample["sample_id"])
         with open_conversation_store(workdir, sid, args.data, embedder, settings, args.sessions) as store:

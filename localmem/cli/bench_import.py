@@ -7,13 +7,13 @@ or no resume); an import stopped at ``--time-limit`` is reported as incomplete."
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from localmem.bench import import_bench
+from localmem.bench.preamble import stderr_log, working_folder
+from localmem.cli.common import print_result
 from localmem.config import Settings
 from localmem.errors import InputError
 
@@ -59,18 +59,16 @@ def _run_import(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--progress-every must be positive, got {args.progress_every}")
     if args.time_limit is not None and args.time_limit <= 0:
         raise InputError(f"--time-limit must be positive, got {args.time_limit}")
-    workdir: Path = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-import-"))
-    result = import_bench.run(
-        args.messages,
-        workdir,
-        kill_at=args.kill_at,
-        seed=args.seed,
-        importer=[sys.executable, "-m", "localmem.cli", "--embedder", settings.embedder],
-        progress_every=args.progress_every,
-        time_limit=args.time_limit,
-        log=lambda msg: print(f"[bench import] {msg}", file=sys.stderr, flush=True),
-    )
-    print(import_bench.table(result))
-    if args.json:
-        print(json.dumps(result))
+    with working_folder(args.workdir, "import") as workdir:
+        result = import_bench.run(
+            args.messages,
+            workdir,
+            kill_at=args.kill_at,
+            seed=args.seed,
+            importer=[sys.executable, "-m", "localmem.cli", "--embedder", settings.embedder],
+            progress_every=args.progress_every,
+            time_limit=args.time_limit,
+            log=stderr_log("import"),
+        )
+    print_result(import_bench.table(result), result, args.json)
     return 0 if result["ok"] else 1

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from localmem.bench import encryption, replicate
+from localmem.bench.preamble import stderr_log, working_folder
+from localmem.cli.common import print_result
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.models.registry import default_embedder
@@ -87,12 +87,7 @@ def _run_encryption(args: argparse.Namespace, settings: Settings) -> int:
     if not sizes or min(sizes) < 1 or args.queries < 1:
         raise InputError("--turns sizes and --queries must be positive")
     embedder = default_embedder(settings.embedder)
-    with tempfile.TemporaryDirectory(prefix="localmem-bench-encryption-") as tmp:
-        work = args.workdir or Path(tmp)
-        result = encryption.run(
-            sizes, work, embedder, settings, args.queries, lambda m: print(m, file=sys.stderr, flush=True)
-        )
-    print(encryption.table(result))
-    if args.json:
-        print(json.dumps(result))
+    with working_folder(args.workdir, "encryption") as work:
+        result = encryption.run(sizes, work, embedder, settings, args.queries, stderr_log("encryption"))
+    print_result(encryption.table(result), result, args.json)
     return 0

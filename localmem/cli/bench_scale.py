@@ -5,13 +5,12 @@ synthetic stores, and ingest throughput with its time per stage. Tables go to st
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from localmem.bench import ingest_bench, pagecache, scale
+from localmem.bench.preamble import stderr_log, working_folder
+from localmem.cli.common import print_result
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.models.registry import default_embedder
@@ -63,16 +62,6 @@ def add_scale_parsers(bsub: Any) -> None:
     c.set_defaults(func=_run_ingest)
 
 
-def _log(name: str) -> Any:
-    return lambda msg: print(f"[bench {name}] {msg}", file=sys.stderr)
-
-
-def _workdir(args: argparse.Namespace, name: str) -> Path:
-    workdir: Path = args.workdir or Path(tempfile.mkdtemp(prefix=f"localmem-bench-{name}-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    return workdir
-
-
 def _run_scale(args: argparse.Namespace, settings: Settings) -> int:
     try:
         sizes = [int(x) for x in args.turns.split(",") if x.strip()]
@@ -86,21 +75,20 @@ def _run_scale(args: argparse.Namespace, settings: Settings) -> int:
     if args.memory_cap_mb < 0:
         raise InputError(f"--memory-cap-mb must be 0 or more, got {args.memory_cap_mb}")
     modes = _cache_modes(args.cache)
-    result = scale.run(
-        sizes,
-        _workdir(args, "scale"),
-        default_embedder(settings.embedder),
-        settings,
-        args.queries,
-        _log("scale"),
-        budget=args.budget,
-        memory_cap_mb=args.memory_cap_mb,
-        cache=modes,
-        mcp=not args.no_mcp,
-    )
-    print(scale.table(result))
-    if args.json:
-        print(json.dumps(result))
+    with working_folder(args.workdir, "scale") as workdir:
+        result = scale.run(
+            sizes,
+            workdir,
+            default_embedder(settings.embedder),
+            settings,
+            args.queries,
+            stderr_log("scale"),
+            budget=args.budget,
+            memory_cap_mb=args.memory_cap_mb,
+            cache=modes,
+            mcp=not args.no_mcp,
+        )
+    print_result(scale.table(result), result, args.json)
     return 0
 
 
@@ -117,16 +105,15 @@ def _cache_modes(text: str) -> list[str]:
 def _run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not args.data.is_file():
         raise InputError("no such file", path=str(args.data))
-    result = ingest_bench.run(
-        args.data,
-        _workdir(args, "ingest"),
-        default_embedder(settings.embedder),
-        settings,
-        fmt=args.format,
-        question=args.question,
-        log=_log("ingest"),
-    )
-    print(ingest_bench.table(result))
-    if args.json:
-        print(json.dumps(result))
+    with working_folder(args.workdir, "ingest") as workdir:
+        result = ingest_bench.run(
+            args.data,
+            workdir,
+            default_embedder(settings.embedder),
+            settings,
+            fmt=args.format,
+            question=args.question,
+            log=stderr_log("ingest"),
+        )
+    print_result(ingest_bench.table(result), result, args.json)
     return 0

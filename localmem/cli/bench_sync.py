@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from localmem.bench import sync_bench, sync_join
+from localmem.bench.preamble import working_folder
 from localmem.config import Settings
 
 
@@ -32,8 +32,16 @@ def add_sync_bench_parser(bsub: Any) -> None:
 
 
 def cmd_bench_sync(args: argparse.Namespace, settings: Settings) -> int:
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-sync-"))
-    work.mkdir(parents=True, exist_ok=True)
+    with working_folder(args.workdir, "sync") as work:
+        out = _measure(args, work)
+    if args.json:
+        print(json.dumps(out))
+    ok = all(v.get("identical", True) and not v.get("lost") for v in out.values())
+    return 0 if ok else 1
+
+
+def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The mesh's and the join's results, each printed as it comes."""
     out: dict[str, Any] = {}
     if not args.no_syncthing:
         out["mesh"] = sync_bench.run(work, args.turns, args.timeout)
@@ -58,7 +66,4 @@ def cmd_bench_sync(args: argparse.Namespace, settings: Settings) -> int:
             f"join {j['turns']} turns: plain ingest {j['ingest_turns_per_s']} turns/s; fold {j['fold_turns_per_s']} turns/s "
             f"({j['fold_embedding_s']} s of {j['fold_s']} s embedding); identical: {j['identical']}"
         )
-    if args.json:
-        print(json.dumps(out))
-    ok = all(v.get("identical", True) and not v.get("lost") for v in out.values())
-    return 0 if ok else 1
+    return out

@@ -27,7 +27,7 @@ from localmem.storage.write.store import Store
 # a string: argparse's _SubParsersAction is generic only in the type stubs
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = ["Subparsers", "generator", "open_patient", "open_store", "print_json", "say_waiting"]
+__all__ = ["Subparsers", "generator", "open_patient", "open_store", "print_json", "print_result", "say_waiting"]
 
 
 def say_waiting() -> None:
@@ -44,6 +44,14 @@ def open_patient(settings: Settings, *, rebind: bool = False) -> Store:
 
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, ensure_ascii=False))
+
+
+def print_result(table: str, result: Any, as_json: bool) -> None:
+    """A benchmark's table on stdout and, with ``--json``, its result as one JSON line
+    (the last line, for scripts)."""
+    print(table)
+    if as_json:
+        print(json.dumps(result))
 
 
 @contextmanager

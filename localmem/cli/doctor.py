@@ -23,6 +23,9 @@ from typing import Any
 
 from localmem.config import Settings, default_db_path
 from localmem.errors import ModelError
+from localmem.hooks import install as hook_install
+from localmem.hooks import status as hook_status
+from localmem.hooks.events import CLIENTS as hook_clients
 from localmem.memory import generator, open_store
 from localmem.models.llm import (
     NOT_INSTALLED,
@@ -32,7 +35,7 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
-from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import checkpoints
 from localmem.storage.engine.keys import cipher_name, is_encrypted
 from localmem.storage.reads import views
 from mcp_server import clientconfig
@@ -100,7 +103,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             )
             + (
                 "; Litestream replicates it now (its writers leave checkpoints to Litestream)"
-                if replica_live.live(settings.db)
+                if checkpoints.live(settings.db)
                 else ""
             )
         )
@@ -140,7 +143,33 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         _check("database", database),
     ]
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
+    checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
+    checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
     return checks
+
+
+def hook_entries(client: str, path: Path | None = None) -> str:
+    """localmem's hook entries in one agent's settings: installed, and runnable."""
+    found = hook_install.inspect(client, path)
+    if not found.events:
+        return f"not installed ({found.path}; `localmem hooks install --client {client}` adds them)"
+    if found.problems:
+        raise Fail(f"{found.path}: " + "; ".join(found.problems))
+    return f"{found.path}: " + ", ".join(found.events)
+
+
+def hook_runs(settings: Settings) -> str:
+    """What the hooks did: a failure is counted and named here, never shown to the agent.
+    The last run failed: FAIL; failures before a run that worked: warn."""
+    ran = hook_status.read(settings.db)
+    line = hook_status.summary(ran)
+    last, err = ran.get("last_run") or {}, ran.get("last_error")
+    if err:
+        named = f"last error {err.get('at')} ({err.get('client')} {err.get('event')}): {err.get('kind')}: {err.get('message', '')}"
+        if last.get("outcome") == "failed":
+            raise Fail(f"{line}; {named}")
+        raise Warn(f"{line}; {named}")
+    return line
 
 
 def _flag(args: list[str], name: str) -> str | None:

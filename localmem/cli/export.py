@@ -19,7 +19,7 @@ from localmem.cli.common import Subparsers, open_store
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
-from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies import age
 from localmem.storage.engine.db import Conn
 
 
@@ -51,7 +51,7 @@ def add_export(sub: Subparsers) -> None:
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.db.exists():
         raise InputError("no database yet; nothing to export", path=str(settings.db))
-    recips = agecrypt.recipients(args.encrypt_to) if getattr(args, "encrypt_to", None) else None
+    recips = age.recipients(args.encrypt_to) if getattr(args, "encrypt_to", None) else None
     # rebind: no vector is read, so a store built with another embedder exports too
     with open_store(settings, rebind=True) as store:
         if recips is not None:
@@ -77,11 +77,11 @@ def _encrypted(conn: Conn, out: Path | None, recips: list[Any], session: str | N
     if out is None:
         if sys.stdout.isatty():
             raise InputError("age output is binary: give --out FILE or redirect stdout", path="stdout")
-        with agecrypt.encrypting(sys.stdout.buffer, recips) as plain:
+        with age.encrypting(sys.stdout.buffer, recips) as plain:
             report = export(conn, plain, session=session, since=since)
         sys.stdout.buffer.flush()
         return report
-    with agecrypt.encrypted_file(out, recips) as plain:
+    with age.encrypted_file(out, recips) as plain:
         return export(conn, plain, session=session, since=since)
 
 

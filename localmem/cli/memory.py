@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.cli import sync
+from localmem.cli.capture import add_agent_flags, agent_locations
 from localmem.cli.common import Subparsers, interrupts, open_patient, open_store, print_json, say_waiting
 from localmem.cli.enrichment import watch_worker
 from localmem.config import Settings
@@ -23,7 +24,7 @@ from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner
 from localmem.ingest.watch import Watcher, stop_on_signals
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies import age
 from localmem.storage.copies.backup import backup
 from localmem.storage.engine.retry import Patience
 from localmem.util.progress import Progress
@@ -62,15 +63,27 @@ def add_ingest(sub: Subparsers) -> None:
 def add_watch(sub: Subparsers) -> None:
     c = sub.add_parser(
         "watch",
-        help="ingest new and changed chat logs in a folder as they appear",
+        help="ingest new and changed chat logs in a folder (or the coding agents' sessions) as they appear",
         description="Watch a folder: ingest files once they stop changing, catch up on start with files changed "
-        "meanwhile. Renames are not ingested again; deleting a file keeps its memories. Stop with Ctrl-C.",
+        "meanwhile. Renames are not ingested again; deleting a file keeps its memories. With no folder: follow "
+        "the coding agents' session logs (the folders `localmem capture` reads), each read as it grows, every "
+        "turn once, in order. Stop with Ctrl-C.",
     )
-    c.add_argument("dir", type=Path, help="the folder to watch")
+    c.add_argument("dir", type=Path, nargs="?", help="the folder to watch (default: the coding agents' folders)")
     c.add_argument("--recursive", action="store_true", help="watch sub-folders too")
     c.add_argument(
-        "--settle", type=float, default=2.0, help="seconds a file must stay unchanged before it is read (default 2)"
+        "--settle",
+        type=float,
+        help="seconds a file must stay unchanged before it is read (default 2; an agent's log: read this long "
+        "after its first change, default 0.5)",
     )
+    c.add_argument(
+        "--final-after",
+        type=float,
+        default=30.0,
+        help="an agent's log quiet this many seconds is read to its end, a step still open included (default 30)",
+    )
+    add_agent_flags(c)
     c.add_argument("--json", action="store_true", help="print one JSON object per event on stdout")
     sync.add_background_flags(c)
     c.set_defaults(func=cmd_watch)
@@ -112,10 +125,10 @@ def add_backup(sub: Subparsers) -> None:
 
 def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
     if getattr(args, "encrypt_to", None):
-        recips = agecrypt.recipients(args.encrypt_to)
+        recips = age.recipients(args.encrypt_to)
         if not Path(settings.db).is_file():
             raise InputError("no database yet; nothing to back up", path=str(settings.db))
-        out = agecrypt.backup_encrypted(Path(settings.db), args.path, recips, force=args.force)
+        out = age.backup_encrypted(Path(settings.db), args.path, recips, force=args.force)
         if args.json:
             print_json(out)
         else:
@@ -139,8 +152,8 @@ def add_demo(sub: Subparsers) -> None:
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if not args.file.is_file():
         raise InputError("no such file", path=str(args.file))
-    if agecrypt.is_age(args.file):  # an age-encrypted export: read it decrypted, from memory only
-        fd, plain = agecrypt.decrypt_to_memory(args.file, agecrypt.identities())
+    if age.is_age(args.file):  # an age-encrypted export: read it decrypted, from memory only
+        fd, plain = age.decrypt_to_memory(args.file, age.identities())
         try:
             return _ingest(argparse.Namespace(**{**vars(args), "file": plain}), settings)
         finally:
@@ -198,9 +211,17 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(f"localmem watch: {event['message']}", file=sys.stderr)
 
+    if args.dir is not None and (args.only or args.dir_):
+        raise InputError("--only and --dir choose agents' folders; give them without a folder to watch")
     with open_patient(settings) as store:
         store.patience = None  # the watcher backs off on its own and keeps watching
-        watcher = Watcher(store, args.dir, recursive=args.recursive, settle=args.settle, on_event=show)
+        opts: dict[str, Any] = {"on_event": show, "final_after": args.final_after}
+        if args.settle is not None:
+            opts["settle"] = args.settle
+        if args.dir is None:
+            watcher = Watcher.agents(store, agent_locations(args), **opts)
+        else:
+            watcher = Watcher(store, args.dir, recursive=args.recursive, **opts)
         with sync.background(args, settings):
             watcher.run(stop_on_signals(), worker=watch_worker(settings))
     return 0

@@ -21,6 +21,7 @@ from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.models.llm import require_model_layer
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.retrieval.scope import PREFIX as PROJECT_PREFIX
 from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 
@@ -40,6 +41,12 @@ def add_query(sub: Subparsers) -> None:
     c.add_argument("--budget", type=int, help=BUDGET_HELP)
     c.add_argument("--as-of", help="ignore turns after this time (ISO 8601, '2023/05/30 (Tue) 23:40', ...)")
     c.add_argument("--scope", help="only sessions of this source (e.g. locomo:conv-26) or this session key")
+    c.add_argument(
+        "--project",
+        metavar="PATH",
+        help="a project's sessions (run in PATH's repository or folder) plus what the person said anywhere "
+        "else (same as --scope project:PATH; docs/capture.md)",
+    )
     c.add_argument(
         "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
     )
@@ -88,10 +95,14 @@ def add_answer(sub: Subparsers) -> None:
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.text) == bool(args.batch):
         raise InputError("give either a question or --batch FILE")
+    if args.project:
+        if args.scope:
+            raise InputError("give --scope or --project, not both")
+        args.scope = PROJECT_PREFIX + args.project
     with open_store(settings) as store:
         if args.text:
             ctx = reconstruct(store, args.text, args.budget, as_of=args.as_of, scope=args.scope)
-            rec = recalls.from_context(ctx, "cli", "query", as_of=args.as_of, scope=args.scope)
+            rec = recalls.from_context(ctx, "cli", "query", as_of=args.as_of, scope=args.scope, project=args.project)
             recalls.log(store.conn, rec, settings.recall_log)
             if args.json:
                 print_json(ctx.to_dict())

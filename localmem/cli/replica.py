@@ -15,8 +15,7 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.storage.copies import replica
-from localmem.storage.copies import restore as replica_restore
+from localmem.storage.copies import replica, restore
 from localmem.storage.engine import keys
 
 
@@ -98,7 +97,7 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    out = replica_restore.restore(
+    out = restore.restore(
         args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
     )
     back = out.get("fell_back")

@@ -17,7 +17,7 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
-from localmem.storage.copies import convert as crypto
+from localmem.storage.copies import convert
 from localmem.storage.copies.age import IDENTITY_ENV
 from localmem.storage.engine.keys import KEY_FILE_ENV, NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
@@ -78,12 +78,12 @@ def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
         old = resolve_key(path)
         if old is None or not is_encrypted(path):
             raise ConfigError(f"{path}: --new-key-file changes the key of an encrypted store; {NEEDS_KEY}")
-        report = crypto.convert(path, old_key=old, new_key=read_key_file(args.new_key_file))
+        report = convert.convert(path, old_key=old, new_key=read_key_file(args.new_key_file))
     else:
         key = resolve_key(path)
         if key is None:
             raise ConfigError(f"no key to encrypt with; set LOCALMEM_KEY or --key-file ({KEY_HELP})")
-        report = crypto.convert(path, old_key=None, new_key=key)
+        report = convert.convert(path, old_key=None, new_key=key)
     return _say(args, report, "encrypted")
 
 
@@ -94,10 +94,10 @@ def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
     key = resolve_key(path)
     if key is None:
         raise ConfigError(f"{path}: {NEEDS_KEY}")
-    return _say(args, crypto.convert(path, old_key=key, new_key=None), "decrypted")
+    return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted")
 
 
-def _say(args: argparse.Namespace, report: crypto.ConvertReport, what: str) -> int:
+def _say(args: argparse.Namespace, report: convert.ConvertReport, what: str) -> int:
     if args.json:
         print_json(report.to_dict())
     else:

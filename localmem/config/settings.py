@@ -29,6 +29,11 @@ class RetrievalParams:
     rrf_k: float = 60.0
     speaker_query: bool = True  # a query naming speakers is embedded in their words (speaker_query.py)
     second_hop: float = 0.0  # >0: a widened query's pool joins at this discount (second_hop.py; docs/cable.md)
+    # Under a project scope, what a person said about themselves in other projects (or outside
+    # any) stays at this share of its probability; the agents' turns there do not, nor ("self") a
+    # person's questions and work talk there ("all": every person turn). retrieval/scope.py.
+    project_elsewhere: float = 0.25
+    project_personal: str = "self"
     # Query terms in more than this share of turns (or cues) leave the lexical lists (little
     # bm25 weight, most FTS5 time; 1.0 keeps all). LoCoMo at 0.1: as with all terms or better.
     common_term_share: float = 0.1
@@ -105,6 +110,23 @@ class IngestParams:
 
 
 @dataclass(frozen=True)
+class HooksParams:
+    """What the agents' hooks inject and how long they may take (localmem/hooks/, docs/capture.md)."""
+
+    session_budget: int = 800  # tokens of context a session start gets (where you left off, decided, open)
+    prompt_budget: int = 300  # tokens of memory a prompt gets, when it clears the bar
+    # A prompt gets memory only when a visible turn or sentence is at least this similar to it
+    # (cosine, MiniLM): `localmem bench hooks --calibrate` measured it (docs/capture.md).
+    prompt_bar: float = 0.5
+    session_deadline: float = 8.0  # seconds; the installed entry gives the client 10
+    prompt_deadline: float = 4.0  # seconds; the installed entry gives the client 5
+    ingest_deadline: float = 50.0  # seconds (stop, compaction, session end); the client gives 60
+
+    def __post_init__(self) -> None:
+        check_instance(self, "hooks")
+
+
+@dataclass(frozen=True)
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
     embedder: str = "default"  # "default", a GGUF embedding model or a MiniLM .onnx file
@@ -121,6 +143,7 @@ class Settings:
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
     cable: CableParams = field(default_factory=CableParams)
     ingest: IngestParams = field(default_factory=IngestParams)
+    hooks: HooksParams = field(default_factory=HooksParams)
 
     def __post_init__(self) -> None:
         check_instance(self, "")
@@ -134,8 +157,13 @@ class Settings:
         return replace(self, **clean)
 
 
-Section = type[RetrievalParams] | type[CableParams] | type[IngestParams]
-SECTIONS: dict[str, Section] = {"retrieval": RetrievalParams, "cable": CableParams, "ingest": IngestParams}
+Section = type[RetrievalParams] | type[CableParams] | type[IngestParams] | type[HooksParams]
+SECTIONS: dict[str, Section] = {
+    "retrieval": RetrievalParams,
+    "cable": CableParams,
+    "ingest": IngestParams,
+    "hooks": HooksParams,
+}
 
 
 def default_db_path() -> Path:

@@ -37,11 +37,18 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "retrieval.common_term_share": (0, 1),
     "retrieval.lexical_max_rows": (0, None),
     "retrieval.second_hop": (0, 1),
+    "retrieval.project_elsewhere": (0, 1),
     "retrieval.cable_tau": (0, 1),
     "retrieval.cable_theta": (0, None),  # above 1: no novelty filter (cosines reach 1 + rounding)
     "retrieval.cable_budget": (0, None),
     "retrieval.cable_share": (0, 1),
     "retrieval.cable_keep_p": (0, 1),
+    "hooks.session_budget": (1, None),
+    "hooks.prompt_budget": (1, None),
+    "hooks.prompt_bar": (-1, 1),
+    "hooks.session_deadline": (0.1, None),
+    "hooks.prompt_deadline": (0.1, None),
+    "hooks.ingest_deadline": (0.1, None),
     "cable.kb": (1, None),
     "cable.kh": (1, None),
     "cable.nq": (1, None),
@@ -51,6 +58,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.extracted_cues": ("all", "fill", "off"),
     "retrieval.assistant_lists": ("all", "asked"),
     "retrieval.cue_vectors": ("span", "separate"),
+    "retrieval.project_personal": ("self", "all"),
     "ingest.tool_lines": ("compact", "none"),
 }
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

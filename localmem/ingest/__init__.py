@@ -52,10 +52,11 @@ AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini"})
 OPTIONS: dict[str, frozenset[str]] = {
     "locomo": frozenset({"sample"}),
     "longmemeval": frozenset({"question"}),
-    **{f: frozenset({"tool_lines"}) for f in AGENT_FORMATS},
+    **{f: frozenset({"tool_lines", "hold"}) for f in AGENT_FORMATS},
 }
-# Options that change how a file is read but not which units it has: not part of its resume state.
-READ_ONLY_OPTIONS = frozenset({"tool_lines"})
+# Options that change how a file is read but not which units it has: not part of its resume
+# state (``hold``: a step still open at the end of an agent's log waits for the next read).
+READ_ONLY_OPTIONS = frozenset({"tool_lines", "hold"})
 
 
 def units(path: Path, fmt: str, start: Cursor | None = None, **options: Any) -> Iterator[Unit]:

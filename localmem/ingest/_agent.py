@@ -15,7 +15,11 @@ Invariants:
   and nothing is lost (a file read from its start joins them again, in another store);
 - units end only between records, at a point where no step is open (or at the end), so
   a resume point never falls inside a turn;
-- a last line still being written (no newline, not yet JSON) is left for the next read.
+- a last line still being written (no newline, not yet JSON) is left for the next read;
+- ``hold`` (a log still being written, read by ``watch`` or ``capture``): a step still open
+  at the end of the file is not emitted; the resume point stays before it and the next
+  read takes it whole, so a step is not cut because the agent was busy when it was read.
+  A read without ``hold`` (the agent's Stop hook, a file quiet for a while) emits it.
 """
 
 from __future__ import annotations
@@ -102,9 +106,12 @@ def group(
     events: Callable[[Record], list[Event]],
     session: Callable[[str], Session],
     start: Cursor,
+    *,
+    hold: bool = False,
 ) -> Iterator[Unit]:
     """Units of the turns that ``events`` finds in ``records`` read from ``start`` (see the
-    module docstring); ``session(key)`` says what a session's source, client and project are."""
+    module docstring); ``session(key)`` says what a session's source, client and project
+    are; ``hold``: a step open at the end is left for the next read."""
     done: list[tuple[str, TurnIn]] = []
     skipped: Counter[str] = Counter()
     step: _Step | None = None
@@ -159,6 +166,8 @@ def group(
         last = rec.after
         if step is None:
             yield unit(rec.after)
+    if hold and step is not None:
+        return  # the open step (and what its records hold) is read again, whole, next time
     close()
     if first is not None and last is not None:
         yield unit(last)

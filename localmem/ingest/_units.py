@@ -6,20 +6,23 @@ its ``InputError`` instead of sessions, so ``--skip-bad`` can step over it and n
 of it is ever written. Messages a parser leaves out on purpose (system prompts, tool
 calls, hidden or empty messages) are counted in ``skipped`` by reason. A unit with a
 turn longer than ``MAX_TURN_CHARS`` is a bad unit (``checked``): refused, not split; a
-turn that is nothing but ``<private>`` spans is left out (counted).
+turn that is nothing but ``<private>`` spans, or nothing but memory a localmem hook injected
+(``<localmem-context>``), is left out (counted).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import Cursor, Record
+from localmem.ingest._json import Cursor, Record, field, records
 from localmem.records import MAX_TURN_CHARS, SessionIn
+from localmem.util.injected import OPEN, drop_wrapped
 from localmem.util.secrets import drop_private
 from localmem.util.text import parse_time
 
@@ -30,6 +33,8 @@ TURN_RECORD_BYTES = 16 * MAX_TURN_CHARS
 
 # Turns one conversation object into a session, counting what it leaves out.
 ConversationParser = Callable[[Any, Path, str, Counter[str]], SessionIn]
+# Turns one benchmark item (its id given) into its sessions: (item, id, path, where).
+ItemParser = Callable[[Any, str, Path, str], Iterator[SessionIn]]
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,7 @@ class Unit:
     where: str  # "$[3]", "line 12", "section '2024-05-01' (line 40)"
     sessions: tuple[SessionIn, ...]
     after: Cursor  # resume here once this unit is stored
-    skipped: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = dataclasses.field(default_factory=Counter)
     error: InputError | None = None
 
     @property
@@ -63,6 +68,47 @@ def conversation_unit(rec: Record, path: Path, parse: ConversationParser) -> Uni
     return Unit(rec.index, rec.where, (session,) if session.turns else (), rec.after, skipped)
 
 
+def benchmark_units(
+    path: Path,
+    start: Cursor | None,
+    wanted: str | None,
+    parse: ItemParser,
+    *,
+    name: str,
+    item: str,
+    id_field: str,
+    id_kind: type | tuple[type, ...] = str,
+) -> Iterator[Unit]:
+    """The record loop of the benchmark files (LoCoMo, LongMemEval): a JSON list of
+    ``name``'s ``item``s, each with a unique ``id_field``, one unit per item, or
+    only the item whose id is ``wanted`` (the others as empty units, so a resume cursor
+    still moves past them; reading stops after it). A wanted id no item has is an
+    ``InputError`` when the file was read from its start."""
+    start = start or Cursor()
+    found = False
+    for rec in records(path, start):
+        if rec.where == "$":
+            raise InputError(f"expected a JSON list of {name} {item}s", path=str(path), where="$")
+        if rec.error is not None:
+            yield bad(rec.index, rec.where, rec.after, rec.error)
+            continue
+        try:
+            item_id = str(field(rec.value, id_field, id_kind, path, rec.where))
+            if wanted is not None and item_id != wanted:
+                yield Unit(rec.index, rec.where, (), rec.after)
+                continue
+            found = True
+            sessions = tuple(parse(rec.value, item_id, path, rec.where))
+        except InputError as exc:
+            yield bad(rec.index, rec.where, rec.after, exc)
+            continue
+        yield Unit(rec.index, rec.where, sessions, rec.after)
+        if wanted is not None:
+            return  # ids are unique: no need to read on
+    if wanted is not None and not found and start.index == 0:
+        raise InputError(f"no {item} with {id_field} {wanted!r}", path=str(path))
+
+
 def checked(u: Unit, path: Path) -> Unit:
     """``u``, or a bad unit naming its first turn longer than ``MAX_TURN_CHARS``."""
     for s in u.sessions:
@@ -80,17 +126,23 @@ def checked(u: Unit, path: Path) -> Unit:
 
 
 def _without_private_only(u: Unit) -> Unit:
-    """``u`` without the turns that are nothing but ``<private>`` spans (counted): the
-    write path would refuse them (storage/write/prepare.py drops private spans)."""
-    if not any("<private>" in t.text.lower() for s in u.sessions for t in s.turns):
+    """``u`` without the turns that are nothing but ``<private>`` spans or injected memory
+    (counted): the write path would refuse or drop them (storage/write/prepare.py)."""
+    if not any("<private>" in t.text.lower() or OPEN in t.text for s in u.sessions for t in s.turns):
         return u
     skipped = Counter(u.skipped)
     sessions = []
     for s in u.sessions:
-        kept = tuple(t for t in s.turns if drop_private(t.text).strip())
-        skipped["private message"] += len(s.turns) - len(kept)
+        kept = []
+        for t in s.turns:
+            if not drop_wrapped(t.text).strip():
+                skipped["localmem context"] += 1
+            elif not drop_private(drop_wrapped(t.text)).strip():
+                skipped["private message"] += 1
+            else:
+                kept.append(t)
         if kept:
-            sessions.append(replace(s, turns=kept))
+            sessions.append(replace(s, turns=tuple(kept)))
     return replace(u, sessions=tuple(sessions), skipped=skipped)
 
 

@@ -57,7 +57,7 @@ NOT_TYPED = (
 )
 
 
-def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact") -> Iterator[Unit]:
+def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
     start = start or Cursor()
     projects: dict[str, Project] = {}
 
@@ -67,7 +67,7 @@ def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact") 
     def session(key: str) -> Session:
         return Session(SOURCE, CLIENT, projects.get(key))
 
-    yield from group(records(path, start), events, session, start)
+    yield from group(records(path, start), events, session, start, hold=hold)
 
 
 def line_events(obj: Any, path: Path, where: str, tool_lines: str, projects: dict[str, Project]) -> list[Event]:

@@ -58,14 +58,14 @@ _TOOL_CALLS = {"function_call", "local_shell_call", "custom_tool_call", "web_sea
 _TOOL_OUTPUTS = {"function_call_output", "custom_tool_call_output", "tool_search_output", "image_generation_call"}
 
 
-def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact") -> Iterator[Unit]:
+def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
     start = start or Cursor()
     key, info = header(path)
 
     def events(rec: Record) -> list[Event]:
         return line_events(rec.value, path, rec.where, key, rec.index + 1, tool_lines)
 
-    yield from group(records(path, start), events, lambda _key: info, start)
+    yield from group(records(path, start), events, lambda _key: info, start, hold=hold)
 
 
 def header(path: Path) -> tuple[str, Session]:

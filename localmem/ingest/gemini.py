@@ -39,7 +39,7 @@ SOURCE = CLIENT = "gemini-cli"
 IGNORED_PROMPTS = ("/", "?", "<session_context>", "<hook_context>")
 
 
-def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact") -> Iterator[Unit]:
+def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
     start = start or Cursor()
     seen: set[str] = set()  # message and tool call ids taken in this read
     if shape(path) == "object":
@@ -68,7 +68,7 @@ def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact") 
             return [Skip("metadata")]
         return _message(obj, path, rec.where, _key(head, path, "line 1"), seen, tool_lines)
 
-    yield from group(records(path, start), events, lambda _key: info, start)
+    yield from group(records(path, start), events, lambda _key: info, start, hold=hold)
 
 
 def _first_line(path: Path) -> dict[str, Any]:

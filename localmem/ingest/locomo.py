@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import Cursor, field, records
-from localmem.ingest._units import Unit, bad, sessions_of, timestamp
+from localmem.ingest._json import Cursor, field
+from localmem.ingest._units import Unit, benchmark_units, sessions_of, timestamp
 from localmem.records import SessionIn, TurnIn
 
 _SESSION = re.compile(r"^session_([0-9]{1,9})$")
@@ -32,29 +32,9 @@ def turn_text(turn: dict[str, object]) -> str:
 
 
 def units(path: Path, start: Cursor | None = None, sample: str | None = None) -> Iterator[Unit]:
-    start = start or Cursor()
-    found = False
-    for rec in records(path, start):
-        if rec.where == "$":
-            raise InputError("expected a JSON list of LoCoMo samples", path=str(path), where="$")
-        if rec.error is not None:
-            yield bad(rec.index, rec.where, rec.after, rec.error)
-            continue
-        try:
-            sample_id = str(field(rec.value, "sample_id", (str, int), path, rec.where))
-            if sample is not None and sample_id != sample:
-                yield Unit(rec.index, rec.where, (), rec.after)
-                continue
-            found = True
-            sessions = tuple(_sample(rec.value, sample_id, path, rec.where))
-        except InputError as exc:
-            yield bad(rec.index, rec.where, rec.after, exc)
-            continue
-        yield Unit(rec.index, rec.where, sessions, rec.after)
-        if sample is not None:
-            return  # sample ids are unique: no need to read on
-    if sample is not None and not found and start.index == 0:
-        raise InputError(f"no sample with sample_id {sample!r}", path=str(path))
+    return benchmark_units(
+        path, start, sample, _sample, name="LoCoMo", item="sample", id_field="sample_id", id_kind=(str, int)
+    )
 
 
 def _sample(item: Any, sample_id: str, path: Path, where: str) -> Iterator[SessionIn]:

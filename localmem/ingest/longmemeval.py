@@ -15,35 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._json import Cursor, field, records
-from localmem.ingest._units import Unit, bad, sessions_of, timestamp
+from localmem.ingest._json import Cursor, field
+from localmem.ingest._units import Unit, benchmark_units, sessions_of, timestamp
 from localmem.records import SessionIn, TurnIn
 
 
 def units(path: Path, start: Cursor | None = None, question: str | None = None) -> Iterator[Unit]:
-    start = start or Cursor()
-    found = False
-    for rec in records(path, start):
-        if rec.where == "$":
-            raise InputError("expected a JSON list of LongMemEval questions", path=str(path), where="$")
-        if rec.error is not None:
-            yield bad(rec.index, rec.where, rec.after, rec.error)
-            continue
-        try:
-            qid = field(rec.value, "question_id", str, path, rec.where)
-            if question is not None and qid != question:
-                yield Unit(rec.index, rec.where, (), rec.after)
-                continue
-            found = True
-            sessions = tuple(_haystack(rec.value, qid, path, rec.where))
-        except InputError as exc:
-            yield bad(rec.index, rec.where, rec.after, exc)
-            continue
-        yield Unit(rec.index, rec.where, sessions, rec.after)
-        if question is not None:
-            return  # question ids are unique: no need to read on
-    if question is not None and not found and start.index == 0:
-        raise InputError(f"no question with question_id {question!r}", path=str(path))
+    return benchmark_units(
+        path, start, question, _haystack, name="LongMemEval", item="question", id_field="question_id"
+    )
 
 
 def _haystack(item: Any, qid: str, path: Path, where: str) -> Iterator[SessionIn]:

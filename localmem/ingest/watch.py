@@ -20,9 +20,16 @@ changed while the watcher was not running are caught up. ``run`` returns cleanly
 ``stop`` is set (``stop_on_signals`` sets it on SIGINT/SIGTERM), after the batch in
 progress is stored.
 
+Coding agents' folders (``Watcher.agents``: the locations of ``localmem.ingest.capture``)
+are followed differently, since their logs only grow: a log is read ``settle`` (0.5 s)
+after the first change not yet read, not after the last, so a session that writes all
+the time is still read as it goes; a line still being written is left for the next read,
+a step the agent is still in is held back (``hold``: ``localmem.ingest._agent``), and once
+the log has been quiet for ``final_after`` seconds it is read to its end. Each read starts
+at the resume point, so every turn is stored once, in order.
+
 Hook: ``run(stop, worker=...)`` runs the enrichment worker's loop in a thread alongside
-and stops it with the watcher. There is no such worker yet (it comes with the job
-queue); the CLI passes none.
+and stops it with the watcher.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -41,9 +49,12 @@ from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError, StoreError, StoreFull
 from localmem.ingest import runner, state
+from localmem.ingest.capture import Location
 from localmem.storage.engine.retry import BUSY_ERRORS, WAITING
 from localmem.storage.write.store import Store
 
+APPEND_SETTLE = 0.5  # seconds after an agent's log's first unread change until it is read
+FINAL_AFTER = 30.0  # seconds an agent's log read with hold stays quiet before it is read to its end
 EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
 TEMP_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp", ".swx", ".bak", "~")
 
@@ -71,6 +82,22 @@ def signature(path: Path) -> Signature:
     return (st.st_size, st.st_mtime_ns)
 
 
+@dataclass(frozen=True)
+class Root:
+    """A folder watched: recursively or not; its files read as ``format`` (None: detected)
+    and accepted by ``accept`` (default: ``eligible``); ``append``: an agent's folder,
+    whose JSON Lines logs only grow (module docstring)."""
+
+    path: Path
+    recursive: bool = False
+    format: str | None = None
+    accept: Callable[[Path], bool] | None = None
+    append: bool = False
+
+    def takes(self, path: Path) -> bool:
+        return self.accept(path) if self.accept is not None else eligible(path, self.path)
+
+
 class _Handler(FileSystemEventHandler):
     def __init__(self, watcher: Watcher) -> None:
         self.watcher = watcher
@@ -95,34 +122,62 @@ class Watcher:
     def __init__(
         self,
         store: Store,
-        root: Path,
+        root: Path | Sequence[Root],
         *,
         recursive: bool = False,
         settle: float = 2.0,
         poll: float = 0.2,
         on_event: Callable[[Event], None] | None = None,
+        final_after: float = FINAL_AFTER,
     ) -> None:
-        self.root = root.expanduser().resolve()
-        if not self.root.is_dir():
-            raise InputError("not a folder", path=str(root))
+        given = [Root(root, recursive)] if isinstance(root, Path) else list(root)
+        self.roots = [replace(r, path=r.path.expanduser().resolve()) for r in given]
+        for r in self.roots:
+            if not r.path.is_dir():
+                raise InputError("not a folder", path=str(r.path))
+        self.root = self.roots[0].path
         self.store = store
         self.recursive = recursive
         self.settle = settle
         self.poll = poll
+        self.final_after = final_after
         self.on_event = on_event or (lambda e: None)
         self._lock = threading.Lock()
         self._pending: dict[Path, tuple[float, Signature]] = {}  # path -> (last event, its signature)
+        self._finals: dict[Path, tuple[float, Signature]] = {}  # agents' logs read with hold: (read at, size)
         self._moves: list[tuple[Path, Path]] = []
         self._failed: dict[Path, Signature] = {}  # bad files, and the state they were bad in
         self._busy_until = 0.0  # the database was locked: try again after this (monotonic)
         self._pause = 0.0  # the back-off while it stays locked; 0 when not waiting
         self._stop: threading.Event | None = None
 
+    @classmethod
+    def agents(cls, store: Store, locs: Sequence[Location], **kwargs: Any) -> Watcher:
+        """A watcher of the coding agents' folders that exist (``capture.locations``)."""
+        roots = [
+            Root(loc.root, True, loc.format, loc.accepts, append=True) for loc in locs if loc.root.expanduser().is_dir()
+        ]
+        if not roots:
+            raise InputError("none of the agents' folders exists: " + ", ".join(str(loc.root) for loc in locs))
+        kwargs.setdefault("settle", APPEND_SETTLE)
+        return cls(store, roots, **kwargs)
+
+    def root_of(self, path: Path) -> Root | None:
+        """The watched root ``path`` is a file of, if it takes it."""
+        for r in self.roots:
+            if path.is_relative_to(r.path) and (r.recursive or path.parent == r.path) and r.takes(path):
+                return r
+        return None
+
     # -- called from the observer thread ----------------------------------------------
 
     def note_change(self, path: Path) -> None:
-        if eligible(path, self.root):
+        root = self.root_of(path)
+        if root is not None:
             with self._lock:
+                self._finals.pop(path, None)
+                if root.append and path.suffix == ".jsonl" and path in self._pending:
+                    return  # an agent's log: read `settle` after its first unread change
                 self._pending[path] = (time.monotonic(), signature(path))
 
     def note_gone(self, path: Path) -> None:
@@ -145,12 +200,14 @@ class Watcher:
         its own thread (with its own store connection) until ``stop`` is set."""
         self._stop = stop
         observer = Observer()
-        observer.schedule(_Handler(self), str(self.root), recursive=self.recursive)
+        for r in self.roots:
+            observer.schedule(_Handler(self), str(r.path), recursive=r.recursive)
         observer.start()  # before the catch-up, so nothing changed meanwhile is missed
         helper = threading.Thread(target=worker, args=(stop,), name="localmem-worker") if worker else None
         if helper:
             helper.start()
-        self._emit("started", self.root, f"watching {self.root}" + (" (recursive)" if self.recursive else ""))
+        folders = ", ".join(str(r.path) + (" (recursive)" if r.recursive else "") for r in self.roots)
+        self._emit("started", self.root, f"watching {folders}")
         try:
             self.catch_up()
             while not stop.is_set():
@@ -168,16 +225,17 @@ class Watcher:
 
     def catch_up(self) -> None:
         """Queue every file that changed since it was last ingested (or never was)."""
-        files = self.root.rglob("*") if self.recursive else self.root.iterdir()
         due = time.monotonic() - self.settle
-        for path in sorted(files):
-            if not path.is_file() or not eligible(path, self.root):
-                continue
-            sig = signature(path)
-            if sig is not None and self._unchanged(path, sig):
-                continue
-            with self._lock:
-                self._pending.setdefault(path, (due, sig))
+        for r in self.roots:
+            files = r.path.rglob("*") if r.recursive else r.path.iterdir()
+            for path in sorted(files):
+                if not path.is_file() or not r.takes(path):
+                    continue
+                sig = signature(path)
+                if sig is not None and self._unchanged(path, sig):
+                    continue
+                with self._lock:
+                    self._pending.setdefault(path, (due, sig))
 
     def step(self) -> None:
         """Apply the moves seen, then ingest the files that have settled."""
@@ -200,23 +258,49 @@ class Watcher:
             if self._stop is not None and self._stop.is_set():
                 return
             current = signature(path)
+            root = self.root_of(path)
+            growing = root is not None and root.append and path.suffix == ".jsonl"
             with self._lock:
                 if self._pending.get(path) != (t, sig):
                     continue  # a newer event came in meanwhile
-                if current != sig:  # changed without an event we saw: wait again
+                if current != sig and not growing:  # changed without an event we saw: wait again
                     self._pending[path] = (now, current)
                     continue
                 del self._pending[path]
             if current is None or self._failed.get(path) == current:
                 continue
             try:
-                self._ingest(path, current)
+                self._ingest(path, current, hold=growing)
             except (*BUSY_ERRORS, StoreFull) as exc:
                 with self._lock:  # due again once the back-off is over
                     self._pending.setdefault(path, (now - self.settle, current))
                 self._busy(path, exc)
                 return
             self._pause = 0.0
+        self._finish(now)
+
+    def _finish(self, now: float) -> None:
+        """Agents' logs read with ``hold`` and quiet since for ``final_after`` seconds: read to their end."""
+        with self._lock:
+            due = [(p, sig) for p, (t, sig) in self._finals.items() if now - t >= self.final_after]
+        for path, sig in due:
+            if self._stop is not None and self._stop.is_set():
+                return
+            with self._lock:
+                if path in self._pending or self._finals.get(path, (0.0, None))[1] != sig:
+                    continue
+                del self._finals[path]
+            current = signature(path)
+            if current != sig or current is None:
+                self.note_change(path)
+                continue
+            try:
+                self._ingest(path, current, hold=False)
+            except (*BUSY_ERRORS, StoreFull) as exc:
+                with self._lock:
+                    self._finals.setdefault(path, (now - self.final_after, current))
+                self._busy(path, exc)
+                return
 
     def _busy(self, path: Path, exc: Exception) -> None:
         """Another process holds the write lock, or the disk is full: say so once, then back off."""
@@ -230,21 +314,32 @@ class Watcher:
         self._busy_until = time.monotonic() + self._pause
 
     def _unchanged(self, path: Path, sig: tuple[int, int]) -> bool:
-        return any(r.complete and (r.stat.size, r.stat.mtime_ns) == sig for r in state.for_path(self.store.conn, path))
+        """Read to its end at this size and time (an agent's log: with nothing held back)."""
+        root = self.root_of(path)
+        whole = root is not None and root.append
+        return any(
+            r.complete and (r.stat.size, r.stat.mtime_ns) == sig and (not whole or r.cursor.offset == sig[0])
+            for r in state.for_path(self.store.conn, path)
+        )
 
     def _move(self, src: Path, dest: Path) -> None:
         with self._lock:
             was_pending = self._pending.pop(src, None) is not None
         self._failed.pop(src, None)
-        inside = eligible(dest, self.root)
+        inside = self.root_of(dest) is not None
         moved = state.move(self.store.conn, str(src), dest) if inside else 0
         if moved:
             self._emit("moved", dest, f"{src} renamed to {dest}: already ingested, not read again")
         if inside and (was_pending or (not moved and not self._unchanged(dest, signature(dest) or (-1, -1)))):
             self.note_change(dest)  # new under this name, or still changing when renamed
 
-    def _ingest(self, path: Path, sig: tuple[int, int]) -> None:
+    def _ingest(self, path: Path, sig: tuple[int, int], *, hold: bool = False) -> None:
         conn = self.store.conn
+        root = self.root_of(path)
+        fmt = root.format if root is not None else None
+        options: dict[str, Any] = {"hold": True} if hold else {}
+        if root is not None and root.append and sig[0] == 0:
+            return  # an agent's log just made: nothing in it yet
         try:
             if self._unchanged(path, sig):
                 return
@@ -256,14 +351,18 @@ class Watcher:
                         self._emit("moved", path, f"{row.path} moved to {path}: already ingested, not read again")
                         return
             stop = self._stop
-            report = runner.ingest_file(self.store, path, should_stop=stop.is_set if stop else None)
+            report = runner.ingest_file(self.store, path, fmt, should_stop=stop.is_set if stop else None, **options)
         except StoreError:
             raise  # the store's fault, not the file's: never marks the file bad
         except LocalmemError as exc:
             self._failed[path] = sig
             self._emit("error", path, f"skipped {path}: {exc}", error=str(exc))
             return
-        self._emit("ingested", path, report.line(), report=report.to_dict())
+        if hold:
+            with self._lock:
+                self._finals[path] = (time.monotonic(), sig)
+        if report.turns or not hold:
+            self._emit("ingested", path, report.line(), report=report.to_dict())
 
     def _emit(self, kind: str, path: Path, message: str, **extra: Any) -> None:
         self.on_event({"event": kind, "path": str(path), "message": message, **extra})

@@ -19,10 +19,11 @@ ignored (position -1), never used as an index.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from localmem.retrieval import scope as scopes
 from localmem.retrieval.features import Signals, Sparse, asks_assistant, features
 from localmem.retrieval.packing import rrf
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
@@ -154,6 +155,19 @@ class Pool:
     anchors: int
     qvec: np.ndarray  # the query's embedding
     visible: np.ndarray  # over the turn mirror: what the query's filter lets through
+    # The best exact cosine of a visible turn / statement cue to the query: an absolute
+    # measure of how relevant the memory is (the scorer's features are relative to them).
+    best_sim: float = 0.0
+
+    def subset(self, idx: np.ndarray) -> Pool:
+        """The pool of the turns at positions ``idx`` (their features and reasons with them)."""
+        return replace(
+            self,
+            turn_ids=self.turn_ids[idx],
+            feats=self.feats[idx],
+            words=self.words[idx],
+            reasons=[self.reasons[int(i)] for i in idx],
+        )
 
 
 def candidate_pool(store: Store, query: str, flt: Filter, weights: Weights | None = None) -> Pool | None:
@@ -215,8 +229,9 @@ def _candidate_pool(
     pool = np.array(sorted(reason), dtype=np.int64)  # mirror order = chronological tie-break
     scent = weights is None or weights.coef[FEATURES.index("scent")] != 0.0
     feats = features(store, query, view, sig, anchors, pool, flt.as_of, scent=scent)
+    best = max(sig.best_turn_sim, sig.best_cue_sim)
     return Pool(
-        tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible
+        tm.ids[pool], feats, tm.line_words[pool], [reason[int(i)] for i in pool], len(anchors), sig.qvec, visible, best
     )
 
 
@@ -270,6 +285,10 @@ def visible_mask(store: Store, tm: TurnMirror, flt: Filter) -> np.ndarray:
         ok &= (tm.ts == UNDATED) | (tm.ts <= epoch_seconds(flt.as_of))
     if flt.scope is not None:
         ok &= np.isin(tm.session, np.array(queries.scope_sessions(store.conn, flt.scope), dtype=np.int64))
+    if flt.project is not None:
+        ok &= scopes.visible(store, tm, flt.project)
+    if flt.exclude is not None:
+        ok &= ~np.isin(tm.session, np.array(queries.sessions_with_key(store.conn, flt.exclude), dtype=np.int64))
     return ok
 
 

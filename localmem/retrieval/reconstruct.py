@@ -16,13 +16,14 @@ read in the read's own snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from localmem.errors import InputError
-from localmem.records import Context, EvidenceTurn
+from localmem.records import Context, EvidenceTurn, ProjectScope
 from localmem.retrieval import cable
+from localmem.retrieval import scope as scopes
 from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
@@ -38,15 +39,21 @@ def reconstruct(
     query: str,
     budget_tokens: int | None = None,
     as_of: str | None = None,
-    scope: str | None = None,
+    scope: str | ProjectScope | None = None,
     *,
     weights: Weights = DEFAULT_WEIGHTS,
     recorder: Recorder | None = None,
+    exclude_session: str | None = None,
 ) -> Context:
     """The context of at most ``budget_tokens`` (default: the configured budget) that
-    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given.
-    ``recorder``, when given, keeps what the read decided (``trace``)."""
+    best answers ``query``, seen as of ``as_of`` and within ``scope`` when given (a
+    source or session key, or a project: ``project:PATH`` or a ``ProjectScope``; see
+    ``retrieval.scope``). ``recorder``, when given, keeps what the read decided (``trace``).
+    ``exclude_session``: a session key whose turns are left out (an agent's current session,
+    which its context holds already)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
+    if exclude_session:
+        flt = replace(flt, exclude=exclude_session)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
         pool = candidate_pool(store, query, flt, weights if recorder is None else None)
         if pool is None:
@@ -63,11 +70,14 @@ def reconstruct(
                 discount=store.params.second_hop,
                 every_feature=recorder is not None,
             )
+        keep, prob = scopes.narrow(store, pool.turn_ids, prob, flt)
+        if keep is not None:
+            pool = pool.subset(keep)
         return assemble(store, query, pool, prob, budget_tokens, recorder)
 
 
 def read_args(
-    store: Store, query: str, budget_tokens: int | None, as_of: str | None, scope: str | None
+    store: Store, query: str, budget_tokens: int | None, as_of: str | None, scope: str | ProjectScope | None
 ) -> tuple[int, Filter]:
     """The checked budget (default: the configured one) and the filter of a read."""
     budget_tokens = store.settings.budget_tokens if budget_tokens is None else budget_tokens
@@ -75,7 +85,8 @@ def read_args(
         raise InputError("query is empty")
     check_budget(store, budget_tokens)
     try:
-        return budget_tokens, Filter(as_of=parse_time(as_of) if as_of else None, scope=scope)
+        named, project = scopes.split(scope)
+        return budget_tokens, Filter(as_of=parse_time(as_of) if as_of else None, scope=named, project=project)
     except ValueError as exc:
         raise InputError(f"as_of: {exc}") from exc
 
@@ -169,5 +180,10 @@ def context_of(query: str, pool: Pool, sel: Selection, budget_tokens: int) -> Co
         )
         for c in ordered
     )
-    stats = {"candidates": len(pool.turn_ids), "anchors": pool.anchors, "antecedent": sel.added}
+    stats = {
+        "candidates": len(pool.turn_ids),
+        "anchors": pool.anchors,
+        "antecedent": sel.added,
+        "best_cosine": round(pool.best_sim, 4),
+    }
     return Context(query, text, tokens_for_words(count_words(text)), budget_tokens, evidence, stats)

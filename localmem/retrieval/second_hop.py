@@ -83,5 +83,6 @@ def second_pool(
         pool.anchors,
         pool.qvec,
         pool.visible,
+        pool.best_sim,
     )
     return merged, np.concatenate([prob, prob2]), q2

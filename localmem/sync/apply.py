@@ -69,11 +69,7 @@ def apply_changes(store: Store, device: str, items: Sequence[dict[str, Any]], ou
         def fill() -> None:
             with db.transaction(store.conn):
                 for c in sessions:
-                    d = c["data"]
-                    ws = door.SessionWrite(
-                        str(d["source"]), str(d["key"]), str(d.get("title") or ""), d.get("started_at")
-                    )
-                    door.add_session(store.conn, ws, origin=device)
+                    door.add_session(store.conn, door.session_from_data(c["data"]), origin=device)
 
         store.retrying(fill)
     apply_derived(store, device, [c for c in items if c["kind"] in DERIVED], out)

@@ -112,7 +112,20 @@ def ident(name: str, doc: str) -> Arg:
 
 
 OFFSET = Arg("offset", "int", "items to skip (the previous next_offset)", default=0, ge=0, le=MAX_OFFSET)
-SCOPE = Arg("scope", "str", "only this session key or source (e.g. 'mcp')", max_length=MAX_LABEL_CHARS)
+SCOPE = Arg(
+    "scope",
+    "str",
+    "only this session key or source (e.g. 'mcp'), or 'project:PATH': that project's sessions plus what the person "
+    "said anywhere",
+    max_length=MAX_LABEL_CHARS,
+)
+PROJECT = Arg(
+    "project",
+    "str",
+    "a project folder (absolute path): that project's sessions plus what the person said anywhere else",
+    min_length=1,
+    max_length=1000,
+)
 TURN_ID = ident("turn_id", "a turn id from an earlier result")
 PERSON = Arg("person", "str", "a person's name", required=True, min_length=1, max_length=MAX_LABEL_CHARS)
 CUE = Arg("cue", "str", "the cue's text, e.g. 'tomatoes'", max_length=500)

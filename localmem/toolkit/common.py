@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 from localmem.errors import InputError, NotFound
+from localmem.retrieval import scope as scopes
 from localmem.storage.reads import queries, traversal
 from localmem.storage.write.store import Store
 from localmem.toolkit.records import CueRef, Page, T, TurnRef
@@ -104,11 +105,15 @@ def _visible(store: Store, turn_ids: Sequence[int], as_of: str | None, scope: st
     if not turn_ids:
         return set()
     ok: set[int] = set()
-    sessions = set(queries.scope_sessions(store.conn, scope)) if scope else None
+    named, project = scopes.split(scope)
+    sessions = set(queries.scope_sessions(store.conn, named)) if named else None
+    inside = set(queries.project_sessions(store.conn, project)) if project else None
     for tid, r in queries.turn_rows(store.conn, turn_ids).items():
         if as_of is not None and r.ts is not None and r.ts > as_of:
             continue
         if sessions is not None and r.session_id not in sessions:
+            continue
+        if inside is not None and r.session_id not in inside and r.speaker.strip().lower() in scopes.AGENT_SPEAKERS:
             continue
         ok.add(tid)
     return ok

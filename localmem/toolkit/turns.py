@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from localmem.errors import InputError, NotFound
+from localmem.retrieval import scope as scopes
 from localmem.storage.reads import queries, traversal
 from localmem.storage.write.store import Store
 from localmem.toolkit.common import (
@@ -102,7 +103,9 @@ def turns_between(
         raise InputError("give a start, an end, or both")
     if lo is not None and hi is not None and lo > hi:
         raise InputError(f"start {lo} is after end {hi}")
-    got = traversal.turns_in_range(store.conn, lo, hi, scope, limit, offset)
+    named, project = scopes.split(scope)
+    within = None if project is None else (queries.project_sessions(store.conn, project), scopes.AGENT_SPEAKERS)
+    got = traversal.turns_in_range(store.conn, lo, hi, named, limit, offset, within)
     refs = turn_refs(store, got.items)
     return _page([refs[t] for t in got.items if t in refs], got.total, limit, offset)
 

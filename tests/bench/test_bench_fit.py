@@ -11,10 +11,9 @@ import pytest
 
 from localmem.bench import fit
 from localmem.config import load_settings
-from tests.bench.test_longmemeval_bench import _merged_items
-from tests.cli.test_cli import run as run_cli
+from tests.helpers.benchdata import locomo_doc, merged_items
+from tests.helpers.cli import run as run_cli
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest import locomo_doc
 
 
 def _locomo(tmp_path: Path) -> Path:
@@ -32,7 +31,7 @@ def _locomo(tmp_path: Path) -> Path:
 
 def test_fit_reports_the_merged_store_as_its_own_data_set(tmp_path: Path) -> None:
     lme = tmp_path / "lme.json"
-    lme.write_text(json.dumps(_merged_items()), "utf-8")
+    lme.write_text(json.dumps(merged_items()), "utf-8")
     # qc sees nothing in its own store (its one session is dated after it): no pool there.
     result = fit.run(
         _locomo(tmp_path), [1000], tmp_path / "w", HashEmbedder(), load_settings(),

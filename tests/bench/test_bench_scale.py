@@ -14,9 +14,9 @@ from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
-from tests.bench.test_pagecache import fs_type
-from tests.cli.test_cli import run as run_cli
+from tests.helpers.cli import run as run_cli
 from tests.helpers.fakes import HashEmbedder
+from tests.helpers.files import fs_type
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 

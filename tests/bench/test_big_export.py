@@ -24,7 +24,7 @@ from localmem.bench import import_bench
 from localmem.bench.bigexport import write_export
 from localmem.ingest import units
 from localmem.util.progress import Progress, clock, log_interval
-from tests.ingest.test_ingest_runner import DRIVER, ROOT, driver, stored_units
+from tests.helpers.cli import DRIVER, ROOT, driver, stored_units
 
 
 def test_the_export_has_exactly_n_messages_in_chatgpt_shape(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from localmem.bench.longmemeval import evidence_of, is_built, open_question_store, question_as_of, run, table
 from localmem.config import load_settings
+from tests.helpers.benchdata import merged_items
 from tests.helpers.fakes import HashEmbedder
 
 
@@ -72,56 +73,11 @@ def test_session_recall_at_5_in_both_forms(tmp_path: Path) -> None:
     assert "any@5" in table(result)
 
 
-def _merged_items() -> list[dict[str, object]]:
-    """Two haystacks that share session "shared" (B's copy dated later and listed first),
-    and a third whose evidence is dated after its question."""
-
-    def turn(text: str, answer: bool = False) -> dict[str, object]:
-        return {"role": "user", "content": text, **({"has_answer": True} if answer else {})}
-
-    shared_b = [turn("I keep bees on the roof of my flat."), turn("They make honey in June.")]
-    shared_a = [turn("I keep bees on the roof of my flat.", True), turn("They make honey in June.")]
-    return [
-        {
-            "question_id": "qb",
-            "question_type": "temporal-reasoning",
-            "question": "What colour did I paint the fence?",
-            "question_date": "2023/06/10 (Sat) 12:00",
-            "haystack_session_ids": ["shared", "b-ev"],
-            "haystack_dates": ["2023/06/05 (Mon) 09:00", "2023/06/01 (Thu) 09:00"],
-            "haystack_sessions": [shared_b, [turn("I painted the fence green last weekend.", True)]],
-        },
-        {
-            "question_id": "qa",
-            "question_type": "single-session-user",
-            "question": "Where do I keep bees?",
-            "question_date": "2023/05/15 (Mon) 12:00",
-            # "a-only" twice (same content, two dates), as three dev60 haystacks repeat one.
-            "haystack_session_ids": ["shared", "a-only", "a-only"],
-            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/10 (Wed) 09:00", "2023/05/12 (Fri) 09:00"],
-            "haystack_sessions": [
-                shared_a,
-                [turn("The weather was grey all week.")],
-                [turn("The weather was grey all week.")],
-            ],
-        },
-        {
-            "question_id": "qc",
-            "question_type": "knowledge-update",
-            "question": "Which violin teacher did I pick?",
-            "question_date": "2023/07/01 (Sat) 12:00",
-            "haystack_session_ids": ["c-late"],
-            "haystack_dates": ["2023/07/02 (Sun) 09:00"],
-            "haystack_sessions": [[turn("I picked the violin teacher called Mira.", True)]],
-        },
-    ]
-
-
 def test_merged_store_dedupes_sessions_at_their_earliest_date(tmp_path: Path) -> None:
     from localmem.bench.lme_merged import merged_sessions, questions
 
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps(_merged_items()))
+    data.write_text(json.dumps(merged_items()))
     sessions = {s.key: s for s in merged_sessions(data)}
     assert sorted(sessions) == ["a-only", "b-ev", "c-late", "shared"]
     assert len(sessions["a-only"].turns) == 1  # one copy of a session its haystack repeats
@@ -136,7 +92,7 @@ def test_merged_bench_asks_each_question_as_of_its_own_date(tmp_path: Path) -> N
     from localmem.bench.lme_merged import table as merged_table
 
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps(_merged_items()))
+    data.write_text(json.dumps(merged_items()))
     result = run_merged(data, [4000], ["bm25", "localmem"], tmp_path / "w", HashEmbedder(), load_settings())
     assert result["store"]["sessions"] == 4 and result["store"]["turns"] == 5
     for row in result["rows"]:
@@ -147,7 +103,7 @@ def test_merged_bench_asks_each_question_as_of_its_own_date(tmp_path: Path) -> N
         assert row["knowledge-update"] == 0.0, row
     assert "one store" in merged_table(result)
     # --workdir: a built store is reused as it is, not rebuilt from a changed file.
-    items = _merged_items()
+    items = merged_items()
     items[1]["haystack_sessions"][1].append({"role": "user", "content": "A new turn."})  # type: ignore[index]
     data.write_text(json.dumps(items))
     again = run_merged(data, [4000], ["bm25"], tmp_path / "w", HashEmbedder(), load_settings())
@@ -160,7 +116,7 @@ def test_merged_losses_name_a_fate_for_every_missed_turn(tmp_path: Path) -> None
     from localmem.bench.lme_losses import table as loss_table
 
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps(_merged_items()))
+    data.write_text(json.dumps(merged_items()))
     result = run_losses(data, [1000], tmp_path / "w", HashEmbedder(), load_settings())
     lost = {r["question"]: r for r in result["lost"]}
     assert lost["qc"]["fate"] == "date filter"
@@ -176,7 +132,7 @@ def test_haystack_losses_ask_each_question_of_its_own_store(tmp_path: Path) -> N
     from localmem.bench.lme_losses import table as loss_table
 
     data = tmp_path / "lme.json"
-    data.write_text(json.dumps(_merged_items()))
+    data.write_text(json.dumps(merged_items()))
     result = lme_haystack_losses.run(data, [12, 1000], tmp_path / "w", HashEmbedder(), load_settings())
     assert sorted(p.name for p in (tmp_path / "w").iterdir() if p.suffix == ".db") == [
         "lme-qa.db", "lme-qb.db", "lme-qc.db"

@@ -9,20 +9,9 @@ from pathlib import Path
 import pytest
 
 from localmem.bench import pagecache
+from tests.helpers.files import fs_type
 
 MB = 1 << 20
-
-
-def fs_type(path: Path) -> str:
-    """The type of the filesystem holding ``path``, from the longest matching mount point."""
-    best, kind = "", ""
-    target = str(path.resolve())
-    for line in Path("/proc/mounts").read_text().splitlines():
-        fields = line.split()
-        mount = fields[1].replace("\\040", " ")
-        if (target == mount or target.startswith(mount.rstrip("/") + "/")) and len(mount) > len(best):
-            best, kind = mount, fields[2]
-    return kind
 
 
 def _file(tmp_path: Path, size: int) -> Path:

@@ -2,45 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from localmem.cli import build_parser
-from tests.ingest.test_ingest import locomo_doc
-
-
-def run(*args: str, db: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "localmem"]
-    if db is not None:
-        cmd += ["--db", str(db)]
-    proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=os.environ.copy())
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
-    return proc
-
+from tests.helpers.benchdata import locomo_doc
+from tests.helpers.cli import run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
-
-
-def test_every_command_has_help() -> None:
-    def walk(parser: argparse.ArgumentParser, path: str) -> None:
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                helps = {a.dest: a.help for a in action._choices_actions}
-                for name, sub in action.choices.items():
-                    assert helps.get(name), f"'{path} {name}' has no help text"
-                    walk(sub, f"{path} {name}")
-
-    walk(build_parser(), "localmem")
-    out = run("--help").stdout
-    for name in ("ingest", "query", "stats", "doctor", "bench", "forget", "demo"):
-        assert name in out
 
 
 def test_ingest_query_stats_roundtrip(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import localmem.models.registry
 from localmem.cli import main
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from localmem.enrichment.worker import run_worker
 from localmem.records import SessionIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.layers import queue as jobs
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.store import Store
 from localmem.util.clock import now_iso
 from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
@@ -52,6 +53,9 @@ def test_write_queues_one_job_per_new_turn(store: Store, garden_sessions: list[S
     assert jobs.counts(store.conn) == {"pending": 8, "running": 0, "done": 0, "parked": 0}
     store.conn.execute("DELETE FROM jobs")
     assert jobs.enqueue_missing(store.conn) == 8
+    turn_ids = [int(r[0]) for r in store.conn.execute("SELECT id FROM turns")]
+    assert enqueue(store.conn, EXTRACT, turn_ids) == 0  # counts the jobs queued, not the turns offered
+    assert enqueue(store.conn, "topics", turn_ids[:2] * 2) == 2
 
 
 def test_worker_stores_grounded_cues_tags_types_and_index_rows(store: Store) -> None:
@@ -193,7 +197,7 @@ def test_bench_extraction_reports_the_issue_keys(tmp_path: Path) -> None:
     import json
 
     from localmem.bench import extraction
-    from tests.ingest.test_ingest import locomo_doc
+    from tests.helpers.benchdata import locomo_doc
 
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps(locomo_doc()))
@@ -223,7 +227,7 @@ def test_idle_worker_runs_a_theme_pass_left_over(tmp_path: Path) -> None:
     """Every turn is in a topic but the theme pass still has work (it never ran, or a
     forget left a theme to relabel): the idle worker runs it, and stats count it."""
     from localmem.enrichment.worker import run_topics
-    from tests.enrichment.test_themes import ConceptEmbedder, six_sessions
+    from tests.helpers.themes import ConceptEmbedder, six_sessions
 
     with Store(tmp_path / "t.db", embedder=ConceptEmbedder(), settings=Settings(db=tmp_path / "t.db")) as store:
         store.write_sessions(six_sessions())

@@ -15,8 +15,8 @@ from localmem.enrichment.worker import run_worker
 from localmem.storage.engine.retry import WAITING
 from localmem.storage.layers import queue as jobs
 from localmem.storage.write.store import Store
+from tests.helpers.busy import lock_held
 from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
-from tests.storage.test_busy import lock_held
 
 
 def test_the_worker_waits_for_a_long_lock_then_finishes(

@@ -87,3 +87,22 @@ def failing_script(turns: list[tuple[int, str, str]]) -> str:
 def session(key: str, start: str, *lines: tuple[str, str], source: str = "test") -> SessionIn:
     turns = tuple(TurnIn(text=text, speaker=who, source_id=f"{key}:{i}") for i, (who, text) in enumerate(lines))
     return SessionIn(key=key, turns=turns, started_at=start, source=source)
+
+
+def garden_script(turns: list[tuple[int, str, str]]) -> dict[str, Any]:
+    """Capitalised words as keywords; a hobby fact for gardening turns, a work fact for
+    the bike turn, and one triple."""
+    out = ScriptedGenerator.keywords_from_capitals(turns)
+    for i, who, text in turns:
+        entry = out[f"m{i}"]
+        entry["keywords"] = [k for k in entry["keywords"] if k["k"] != "Atlantis"]
+        low = text.lower()
+        if "tomatoes" in low:
+            entry["keywords"].append({"k": "tomatoes", "tag": "food"})
+            entry["facts"] = [{"person": who, "aspect": "hobby", "value": "tomatoes"}]
+        if "bike" in low:
+            entry["keywords"].append({"k": "bike", "tag": "thing"})
+            entry["facts"] = [{"person": who, "aspect": "work", "value": "bike"}]
+        if "basil" in low:
+            entry["triples"] = [{"s": who, "r": "plant", "o": "basil"}]
+    return out

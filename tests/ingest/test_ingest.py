@@ -9,65 +9,7 @@ import pytest
 from localmem.errors import InputError
 from localmem.ingest import detect, load
 from localmem.storage.write.store import Store
-
-
-def locomo_doc() -> list[dict[str, Any]]:
-    return [
-        {
-            "sample_id": "conv-x",
-            "conversation": {
-                "speaker_a": "Ann",
-                "speaker_b": "Bo",
-                "session_1_date_time": "1:56 pm on 8 May, 2023",
-                "session_1": [
-                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy called Rex."},
-                    {
-                        "speaker": "Bo",
-                        "dia_id": "D1:2",
-                        "text": "Cute! Look at this.",
-                        "blip_caption": "a photo of a dog on a sofa",
-                    },
-                ],
-                "session_2_date_time": "10:00 am on 1 June, 2023",
-                "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Rex learned to sit."}],
-                "session_3_date_time": "9:00 am on 2 June, 2023",
-            },
-            "qa": [],
-        }
-    ]
-
-
-def lme_doc() -> list[dict[str, Any]]:
-    return [
-        {
-            "question_id": "q1",
-            "question_type": "single-session-user",
-            "question": "What is my dog's name?",
-            "answer": "Rex",
-            "question_date": "2023/06/10 (Sat) 10:00",
-            "haystack_session_ids": ["sB", "sA"],
-            "haystack_dates": ["2023/06/02 (Fri) 09:00", "2023/05/30 (Tue) 23:40"],
-            "haystack_sessions": [
-                [
-                    {"role": "user", "content": "My dog Rex is two.", "has_answer": True},
-                    {"role": "assistant", "content": "Nice."},
-                ],
-                [{"role": "user", "content": "Hello there."}],
-            ],
-            "answer_session_ids": ["sB"],
-        },
-        {
-            "question_id": "q2",
-            "question_type": "multi-session",
-            "question": "?",
-            "answer": "x",
-            "question_date": "2023/06/10 (Sat) 10:00",
-            "haystack_session_ids": ["sC"],
-            "haystack_dates": ["2023/06/01 (Thu) 09:00"],
-            "haystack_sessions": [[{"role": "user", "content": "Other haystack."}]],
-            "answer_session_ids": [],
-        },
-    ]
+from tests.helpers.benchdata import lme_doc, locomo_doc
 
 
 def write(tmp_path: Path, name: str, obj: Any) -> Path:

@@ -1,13 +1,16 @@
 """Property-based fuzzing of every parser: random bytes, mutated fixture files and
 fixture JSON with random subtrees end in sessions or in ``InputError``, never in any
-other exception; whatever a parser returns can be written."""
+other exception; whatever a parser returns is written whole, and what it refuses leaves
+the store as it was."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +18,9 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import FORMATS, detect, runner, units
 from localmem.storage.write.store import Store
-from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest import lme_doc, locomo_doc
+from localmem.util import secrets
+from tests.helpers.benchdata import lme_doc, locomo_doc
+from tests.helpers.fakes import HashEmbedder, session
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 FIXTURES: dict[str, bytes] = {
@@ -158,15 +162,58 @@ def test_transcript_text(tmp_path: Path, text: str) -> None:
     consume(p, "transcript")
 
 
+Row = tuple[str, str, str, str, str, str]  # source, session key, native id, speaker, role, text
+
+
+def stored_turns(store: Store) -> set[Row]:
+    rows = store.conn.execute(
+        "SELECT s.source, s.key, coalesce(t.source_id, ''), t.speaker, t.role, t.text "
+        "FROM turns t JOIN sessions s ON s.id = t.session_id"
+    )
+    return {tuple(map(str, r)) for r in rows}  # type: ignore[misc]
+
+
+def parsed_turns(p: Path, fmt: str) -> tuple[set[Row], int] | None:
+    """The turns of the file's good units and its count of bad units, or None when the
+    whole file is refused (an error reading it, or no turn and no bad unit in it)."""
+    try:
+        read = list(units(p, fmt))
+    except InputError:
+        return None
+    rows = {
+        (s.source, s.key, t.source_id or "", t.speaker, t.role, secrets.redact(t.text))  # as the write path keeps it
+        for u in read
+        if u.error is None
+        for s in u.sessions
+        for t in s.turns
+    }
+    bad = sum(u.error is not None for u in read)
+    return None if not rows and not bad else (rows, bad)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(sorted(FORMATS)), data=st.data())
 def test_whatever_parses_can_be_written(tmp_path: Path, fmt: str, data: st.DataObject) -> None:
+    """What parses is stored whole (every turn of every good unit), what is refused (a
+    bad unit, or the whole file) leaves the store as it was, and a second ingest of the
+    same file writes nothing."""
     p = tmp_path / "f.json"
-    p.write_bytes(data.draw(mutated(FIXTURES[fmt])))
-    db = tmp_path / "m.db"
-    with Store(db, embedder=HashEmbedder(), settings=Settings(db=db)) as store:
-        try:
-            runner.ingest_file(store, p, fmt, skip_bad=True)
-            runner.ingest_file(store, p, fmt, skip_bad=True)
-        except InputError:
-            pass
+    p.write_bytes(data.draw(st.just(FIXTURES[fmt]) | mutated(FIXTURES[fmt])))  # the fixture itself too
+    expected = parsed_turns(p, fmt)
+    with tempfile.TemporaryDirectory(dir=tmp_path) as work:  # a store of its own for each example
+        db = Path(work) / "m.db"
+        with Store(db, embedder=HashEmbedder(), settings=Settings(db=db)) as store:
+            store.write_sessions([session("before", "2024-01-01T09:00:00", ("Ana", "A turn stored before the file."))])
+            before = stored_turns(store)
+            if expected is None:
+                with pytest.raises(InputError):
+                    runner.ingest_file(store, p, fmt, skip_bad=True)
+                assert stored_turns(store) == before
+                return
+            rows, bad = expected
+            first = runner.ingest_file(store, p, fmt, skip_bad=True)
+            after = stored_turns(store)
+            assert after == before | rows
+            assert len(first.errors) == bad
+            again = runner.ingest_file(store, p, fmt, skip_bad=True)
+            assert again.new == 0 and stored_turns(store) == after

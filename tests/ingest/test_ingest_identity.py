@@ -12,7 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.ingest.test_ingest_runner import driver
+from tests.helpers.cli import driver
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 

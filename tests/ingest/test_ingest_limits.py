@@ -21,8 +21,8 @@ from localmem.ingest._units import TURN_RECORD_BYTES
 from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
 from localmem.storage.write.prepare import MAX_STATEMENT_CUES
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,18 +20,10 @@ from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.ingest import runner, state
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver, jsonl_lines, stored_units
 from tests.helpers.fakes import HashEmbedder
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ingest"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def jsonl_lines(start: int, stop: int) -> str:
-    return "".join(
-        json.dumps({"session": f"s{i // 50}", "speaker": "Ann", "text": f"Line number {i} talks about topic {i % 7}."})
-        + "\n"
-        for i in range(start, stop)
-    )
 
 
 def turn_count(store: Store) -> int:
@@ -158,37 +149,6 @@ def test_a_stop_request_ends_after_a_batch_and_leaves_a_resume_point(store: Stor
 
 
 # -- real subprocesses ----------------------------------------------------------------
-
-DRIVER = """
-import sys, time
-sys.path.insert(0, {root!r})
-from tests.helpers.fakes import HashEmbedder
-import localmem.models.registry
-
-class Slow(HashEmbedder):
-    def embed(self, texts):
-        time.sleep({delay})
-        return super().embed(texts)
-
-localmem.models.registry.default_embedder = lambda spec="default": Slow()
-from localmem.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def driver(*args: str, delay: float = 0.0) -> list[str]:
-    return [sys.executable, "-c", DRIVER.format(root=str(ROOT), delay=delay), *args]
-
-
-def stored_units(db: Path) -> int:
-    try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-        conn.set_busy_timeout(2000)
-        row = conn.execute("SELECT max(resume_unit) FROM ingest_files").fetchone()
-        conn.close()
-    except apsw.Error:
-        return 0
-    return int(row[0] or 0) if row else 0
 
 
 def test_killed_ingest_subprocess_resumes(tmp_path: Path) -> None:

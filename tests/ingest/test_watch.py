@@ -20,8 +20,8 @@ import pytest
 from localmem.config import Settings
 from localmem.ingest.watch import Watcher, eligible
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver, jsonl_lines
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver, jsonl_lines
 
 SETTLE = 0.5
 

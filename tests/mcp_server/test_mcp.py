@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,9 +25,8 @@ from localmem.storage.engine import db
 from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 from mcp_server import build_server, clientconfig
-from tests.enrichment.test_themes import ConceptEmbedder, six_sessions, theme_of
-from tests.helpers.fakes import ScriptedGenerator
-from tests.toolkit.test_toolkit import garden_script
+from tests.helpers.fakes import ScriptedGenerator, garden_script
+from tests.helpers.themes import ConceptEmbedder, six_sessions, theme_of
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "mcp_tools.json"
 
@@ -268,6 +268,7 @@ async def test_answer_tool_with_a_scripted_model(mem: Store) -> None:
 
 
 async def test_background_worker_enriches_what_is_remembered(store: Store) -> None:
+    others = set(threading.enumerate())
     async with Client(build_server(store, generator=ScriptedGenerator(garden_script))) as c:
         out = await call(c, "remember", {"turns": [{"text": "Ana grows tomatoes on the Balcony.", "speaker": "Ana"}]})
         assert "background worker" in out["enrichment"]
@@ -283,7 +284,9 @@ async def test_background_worker_enriches_what_is_remembered(store: Store) -> No
         assert stats["worker"]["running"]
         facts = await call(c, "person_facts", {"person": "Ana"})
         assert facts["items"][0]["value"] == "tomatoes"
-    time.sleep(0)  # the lifespan stopped the worker on exit
+        workers = [t for t in threading.enumerate() if t.name == "localmem-mcp-worker" and t not in others]
+        assert len(workers) == 1 and workers[0].is_alive()
+    assert not workers[0].is_alive()  # the lifespan stopped the worker on exit and waited for it
 
 
 def test_mcp_config_print_and_install(tmp_path: Path) -> None:

@@ -10,10 +10,8 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_server.guard import policy
+from tests.helpers.servers import env, free_port, start_http
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.anyio
@@ -33,13 +32,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def env() -> dict[str, str]:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
-    e.pop("LOCALMEM_MODEL", None)
-    return e
 
 
 def stdio(db: Path) -> Client:
@@ -94,38 +86,6 @@ async def test_two_servers_write_one_file_concurrently(tmp_path: Path) -> None:
         # each server sees the other's writes (its vector mirror follows the file)
         found = await call(b, "search_cues", {"text": "Ana note 3.0", "limit": 5})
         assert any("Ana note 3.0" in h["cue"]["text"] for h in found["items"])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_http(db: Path, *extra: str, token: str | None = None) -> tuple[subprocess.Popen[bytes], int]:
-    """The server on a free port; ``token`` goes in $LOCALMEM_MCP_TOKEN, as the docs advise."""
-    port = free_port()
-    e = {k: v for k, v in env().items() if k != "LOCALMEM_MCP_TOKEN"}
-    if token:
-        e["LOCALMEM_MCP_TOKEN"] = token
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_server", "--db", str(db), "--transport", "http", "--port", str(port), *extra],
-        env=e,
-        cwd=str(ROOT),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "server exited")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, port
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("HTTP server did not start")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.mcp_server.test_mcp_transports import env, start_http
+from tests.helpers.servers import env, start_http
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "ts" / "mcp_client.cjs"

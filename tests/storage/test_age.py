@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies import age
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 pyrage = pytest.importorskip("pyrage")
 SECRET = "the boat is moored at buoy 17 behind the old cannery"
 
 
 def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV, agecrypt.IDENTITY_ENV)}
+    e = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV, age.IDENTITY_ENV)}
     e.update(extra)
     return e
 
@@ -62,7 +62,7 @@ def test_export_and_backup_to_a_recipient_and_back(tmp_path: Path) -> None:
     assert cli("--db", str(db), "export", "--out", str(out), "--encrypt-to", public).returncode == 0
     assert cli("--db", str(db), "backup", str(bak), "--encrypt-to", public).returncode == 0
     for p in (out, bak):
-        assert agecrypt.is_age(p) and SECRET.encode() not in p.read_bytes()
+        assert age.is_age(p) and SECRET.encode() not in p.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no plaintext left beside
     # read back with the identity
     into = tmp_path / "into.db"

@@ -14,8 +14,8 @@ from pathlib import Path
 import apsw
 
 from localmem.storage.write.store import Store
+from tests.helpers.cli import ROOT, driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import ROOT, driver
 
 WRITER = """
 import sys, time

@@ -10,45 +10,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 import apsw
 
 from localmem.storage.engine.retry import WAITING
-from tests.ingest.test_ingest_runner import driver, jsonl_lines
-
-HOLD = """
-import sys, apsw
-conn = apsw.Connection(sys.argv[1])
-conn.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.readline()
-conn.execute("COMMIT")
-"""
+from tests.helpers.busy import lock_held
+from tests.helpers.cli import driver, jsonl_lines
 
 
 def env(timeout_ms: int = 200) -> dict[str, str]:
     return {**os.environ, "LOCALMEM_BUSY_TIMEOUT_MS": str(timeout_ms)}
-
-
-@contextmanager
-def lock_held(db: Path) -> Iterator[subprocess.Popen[str]]:
-    """Another process holding the write lock until the block ends."""
-    cmd = [sys.executable, "-c", HOLD, str(db)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdin is not None and proc.stdout is not None
-    assert proc.stdout.readline().strip() == "held"
-    try:
-        yield proc
-    finally:
-        proc.stdin.write("\n")
-        proc.stdin.flush()
-        assert proc.wait(timeout=30) == 0
 
 
 def read_until(stream: IO[str], text: str) -> list[str]:

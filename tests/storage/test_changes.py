@@ -23,9 +23,9 @@ from localmem.storage.engine import db
 from localmem.storage.layers.queue import claim
 from localmem.storage.write.changes import cue_key, session_key
 from localmem.storage.write.store import Store
-from tests.enrichment.test_themes import ConceptEmbedder, six_sessions
+from tests.helpers.cable import CableFake, Enriching, make_store
 from tests.helpers.fakes import ScriptedGenerator, session
-from tests.retrieval.test_cable import CableFake, Enriching, make_store
+from tests.helpers.themes import ConceptEmbedder, six_sessions
 
 Row = dict[str, Any]
 

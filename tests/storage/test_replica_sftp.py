@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage.copies import restore as replica_restore
+from localmem.storage.copies import restore
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
-from tests.storage.test_replica import env, needs_litestream, texts
+from tests.helpers.replica import env, needs_litestream, texts
 
 RCLONE = shutil.which("rclone")
 if RCLONE is None and os.environ.get("LOCALMEM_REQUIRE_RCLONE") == "1":
@@ -76,7 +76,7 @@ def test_replicate_to_sftp_and_restore_from_it(tmp_path: Path) -> None:
         assert any((served / "rep").rglob("*.ltx")), "Litestream wrote nothing to the SFTP server"
         rep.send_signal(signal.SIGTERM)
         assert rep.wait(timeout=60) is not None
-        done = replica_restore.restore(url, out, force=True)
+        done = restore.restore(url, out, force=True)
         assert SENTENCE in texts(out)
         assert "pw-1" not in str(done["from"]) and "lm:***@127.0.0.1" in str(done["from"])  # what the CLI prints
     finally:

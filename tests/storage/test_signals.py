@@ -15,9 +15,9 @@ import pytest
 
 from localmem.records import TurnIn
 from localmem.storage.write.store import Store
+from tests.helpers.cli import driver
 from tests.helpers.fakes import HashEmbedder
-from tests.ingest.test_ingest_runner import driver
-from tests.storage.test_replica import env, needs_litestream
+from tests.helpers.replica import env, needs_litestream
 
 
 def _ignore_sigint() -> None:

@@ -1,5 +1,5 @@
 """The named reads storage gives the toolkit, the web view, export and ingest
-(``storage/reads/traversal``, ``topic_reads``, ``views``, ``export``, ``ingest_files``), on
+(``storage/reads/traversal``, ``topic_reads``, ``views``, ``export_rows``, ``ingest_files``), on
 real stores; their callers' behaviour is tested in test_toolkit, test_ui, test_export and
 test_ingest*. Here: the records' contents and orders, and the ingest_files writes."""
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage.reads import browse, ingest_files, topic_reads, traversal, views
-from localmem.storage.reads import export_rows as export
+from localmem.storage.reads import browse, export_rows, ingest_files, topic_reads, traversal, views
 from localmem.storage.write.store import Store
 
 
@@ -94,17 +93,17 @@ def test_view_reads(store: Store) -> None:
 
 def test_export_rows_stream_in_session_order_and_flag_untimed_sessions(store: Store) -> None:
     _fill(store)
-    rows = list(export.export_rows(store.conn))
+    rows = list(export_rows.export_rows(store.conn))
     assert [r.session_key for r in rows] == ["garden"] * 3 + ["notes"]
-    assert [r.text for r in export.export_rows(store.conn, since="2024-05-01T10:01:00")] == [
+    assert [r.text for r in export_rows.export_rows(store.conn, since="2024-05-01T10:01:00")] == [
         "Tomatoes need sun.",
         "And water.",
     ]
-    assert not export.has_untimed_turn(store.conn, rows[0].session_id)
+    assert not export_rows.has_untimed_turn(store.conn, rows[0].session_id)
     untimed = store.write([TurnIn("no time", "Maya", timestamp=None)], "bare", source="test", started_at=None)
     assert untimed.turn_ids
-    bare = next(r for r in export.export_rows(store.conn, session="bare"))
-    assert export.has_untimed_turn(store.conn, bare.session_id) == (bare.ts is None)
+    bare = next(r for r in export_rows.export_rows(store.conn, session="bare"))
+    assert export_rows.has_untimed_turn(store.conn, bare.session_id) == (bare.ts is None)
 
 
 def _row(path: str, *, offset: int = 10, complete: bool = False, fp: str = "f1") -> ingest_files.IngestFile:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from localmem.sync.run import status
+from tests.helpers.devices import a_dev
 from tests.helpers.sync import hashes, open_device, session, state, sync
-from tests.sync.test_sync_merge import a_dev
 
 
 def _root(tmp_path: Path, name: str = "folder") -> Path:

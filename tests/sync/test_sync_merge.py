@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from localmem.storage.write.store import Store
+from tests.helpers.devices import a_dev
 from tests.helpers.sync import add_cue, hashes, open_device, session, state, sync
 
 
@@ -50,10 +51,6 @@ def test_folding_twice_and_a_copy_change_nothing(tmp_path: Path) -> None:
     again = sync(b, root)
     assert again.folded.segments == 1 and again.folded.applied.turns == 0  # the copy: same bytes, skipped
     assert state(b) == before
-
-
-def a_dev(store: Store) -> str:
-    return str(store.conn.one("SELECT device FROM sync_device")[0])
 
 
 def test_any_delivery_order_converges(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,27 +17,8 @@ from localmem.errors import InputError, NotFound
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.write.store import Store
-from tests.enrichment.test_themes import ConceptEmbedder, six_sessions, theme_of
-from tests.helpers.fakes import ScriptedGenerator
-
-
-def garden_script(turns: list[tuple[int, str, str]]) -> dict[str, Any]:
-    """Capitalised words as keywords; a hobby fact for gardening turns, a work fact for
-    the bike turn, and one triple."""
-    out = ScriptedGenerator.keywords_from_capitals(turns)
-    for i, who, text in turns:
-        entry = out[f"m{i}"]
-        entry["keywords"] = [k for k in entry["keywords"] if k["k"] != "Atlantis"]
-        low = text.lower()
-        if "tomatoes" in low:
-            entry["keywords"].append({"k": "tomatoes", "tag": "food"})
-            entry["facts"] = [{"person": who, "aspect": "hobby", "value": "tomatoes"}]
-        if "bike" in low:
-            entry["keywords"].append({"k": "bike", "tag": "thing"})
-            entry["facts"] = [{"person": who, "aspect": "work", "value": "bike"}]
-        if "basil" in low:
-            entry["triples"] = [{"s": who, "r": "plant", "o": "basil"}]
-    return out
+from tests.helpers.fakes import ScriptedGenerator, garden_script
+from tests.helpers.themes import ConceptEmbedder, six_sessions, theme_of
 
 
 @pytest.fixture

@@ -3,5 +3,6 @@
 what two synced stores must agree on (``sync_checks``).
 
 Only ``localmem.bench`` imports it (a contract in pyproject.toml); nothing on a user's
-write or read path does.
+write or read path does. Imports ``layers``, ``write`` (the enqueue of the synthetic
+stores' jobs) and ``engine``.
 """

@@ -6,17 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import rows_in
 
 
 def turns_by_source_id(conn: Conn, source_ids: Iterable[str]) -> dict[str, list[int]]:
     """Turn ids per native turn id (a native id two sessions share names both turns)."""
-    wanted = list(dict.fromkeys(source_ids))
     out: dict[str, list[int]] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for sid, tid in conn.execute(
-            f"SELECT source_id, id FROM turns WHERE source_id IN ({marks}) ORDER BY id", chunk
-        ):
-            out.setdefault(str(sid), []).append(int(tid))
+    for sid, tid in rows_in(
+        conn, "SELECT source_id, id FROM turns WHERE source_id IN ({marks}) ORDER BY id", source_ids
+    ):
+        out.setdefault(str(sid), []).append(int(tid))
     return out

@@ -31,6 +31,8 @@ import numpy as np
 
 from localmem.records import SessionIn
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.prepare import prepare
 from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import count_words
@@ -95,6 +97,8 @@ class SyntheticWriter:
             srows.append((self.sessions, sess.source, sess.key, sess.title, sess.started_at))
             for ord_, t in enumerate(sess.turns):
                 p = prepare(sess, t, ord_)
+                if p is None:  # nothing but memory a hook injected
+                    continue
                 self.turns += 1
                 tid = self.turns
                 tids.append(tid)
@@ -154,7 +158,7 @@ class SyntheticWriter:
                 layout._turns,
             )
             conn.executemany("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", layout._fts)
-            conn.executemany("INSERT INTO jobs(kind, turn_id) VALUES ('extract', ?)", [(t,) for t in tids])
+            enqueue(conn, EXTRACT, tids)
             conn.executemany("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", tvec)
             conn.executemany(
                 "INSERT INTO cues(id, turn_id, kind, text, span_start, span_end) VALUES (?, ?, 'statement', ?, ?, ?)",
@@ -197,11 +201,10 @@ def add_antecedent_edges(conn: db.Conn, per_turn: int, seed: int = 0) -> None:
 def drop_jobs_outside_sessions(conn: db.Conn, keys: Sequence[str]) -> None:
     """Remove the queued jobs of turns whose session's key is not in ``keys`` (a bench
     that enriches only some sessions of a store)."""
-    marks = ",".join("?" * len(keys))
     with db.transaction(conn):
         conn.execute(
             f"DELETE FROM jobs WHERE turn_id IN (SELECT t.id FROM turns t JOIN sessions s "
-            f"ON s.id = t.session_id WHERE s.key NOT IN ({marks}))",
+            f"ON s.id = t.session_id WHERE s.key NOT IN ({marks(len(keys))}))",
             list(keys),
         )
 
@@ -212,4 +215,15 @@ def keep_jobs_of_first_turns(conn: db.Conn, limit: int) -> None:
     with db.transaction(conn):
         conn.execute(
             "DELETE FROM jobs WHERE turn_id NOT IN (SELECT id FROM turns ORDER BY session_id, ord LIMIT ?)", (limit,)
+        )
+
+
+def spread_projects(conn: db.Conn, folders: Sequence[str], client: str = "claude-code") -> None:
+    """Give every session a project, the ``folders`` in turn (session id modulo their
+    number), as a coding agent's sessions would have: what a project-scoped read (the
+    hooks bench) selects on. Not journaled."""
+    with db.transaction(conn):
+        conn.executemany(
+            "UPDATE sessions SET client = ?, cwd = ? WHERE id % ? = ?",
+            [(client, folder, len(folders), i) for i, folder in enumerate(folders)],
         )

@@ -34,8 +34,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage.engine import checkpoints as replica_live
-from localmem.storage.engine import faults, keys
+from localmem.storage.engine import checkpoints, faults, keys
 from localmem.storage.engine.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 log = logging.getLogger("localmem.db")
@@ -330,11 +329,11 @@ def _begin(conn: apsw.Connection) -> None:
 
 
 def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
-    """No auto-checkpoint while Litestream replicates this store (``replica_live``)."""
+    """No auto-checkpoint while Litestream replicates this store (``checkpoints``)."""
     if path == ":memory:":
         return
     conn.path = path
-    pages = replica_live.autocheckpoint_pages(path)
+    pages = checkpoints.autocheckpoint_pages(path)
     if pages != conn.autocheckpoint:
         conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         conn.autocheckpoint = pages

@@ -25,11 +25,13 @@ import numpy as np
 
 from localmem.models.replies import CallRecord
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
 from localmem.storage.layers.queue import Job, finish, record_failure
 from localmem.storage.write import changes
 from localmem.storage.write.changes import CueWrite, EnrichmentWrite
 from localmem.storage.write.graph import link_semantic
+from localmem.storage.write.jobs import ANTECEDENT, enqueue
 from localmem.storage.write.store import Store
 from localmem.storage.write.vectorize import turn_doc
 
@@ -61,16 +63,18 @@ def session_speakers(conn: db.Conn, session_ids: Sequence[int]) -> list[str]:
     """The distinct named speakers of some sessions, sorted."""
     if not session_ids:
         return []
-    marks = ",".join("?" * len(session_ids))
-    sql = f"SELECT DISTINCT speaker FROM turns WHERE session_id IN ({marks}) AND speaker != '' ORDER BY speaker"
+    sql = (
+        f"SELECT DISTINCT speaker FROM turns WHERE session_id IN ({marks(len(session_ids))}) AND speaker != '' "
+        "ORDER BY speaker"
+    )
     return [str(r[0]) for r in conn.execute(sql, list(session_ids))]
 
 
 def extraction_inputs(conn: db.Conn, turn_ids: Sequence[int]) -> tuple[list[TurnText], list[str]]:
     """The turns in session order, and the speakers of their sessions."""
-    marks = ",".join("?" * len(turn_ids))
     rows = conn.execute(
-        f"SELECT id, speaker, text, ts, session_id FROM turns WHERE id IN ({marks}) ORDER BY session_id, ord",
+        f"SELECT id, speaker, text, ts, session_id FROM turns WHERE id IN ({marks(len(turn_ids))}) "
+        "ORDER BY session_id, ord",
         list(turn_ids),
     ).fetchall()
     people = session_speakers(conn, sorted({int(r[4]) for r in rows}))
@@ -121,14 +125,13 @@ def _write_turn(conn: db.Conn, r: TurnCues, model: str) -> bool:
             "INSERT INTO extracted_cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(turn.speaker, cue.text, turn.ts))
         )
         conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.astype(np.float32).tobytes()))
-    conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('antecedent', ?)", (turn.turn_id,))
+    enqueue(conn, ANTECEDENT, (turn.turn_id,))
     return True
 
 
 def keyword_texts(conn: db.Conn, turn_ids: Sequence[int]) -> list[str]:
     """The texts of the extracted keyword cues of some turns."""
-    marks = ",".join("?" * len(turn_ids))
-    sql = f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks})"
+    sql = f"SELECT text FROM cues WHERE kind = 'keyword' AND turn_id IN ({marks(len(turn_ids))})"
     return [str(r[0]) for r in conn.execute(sql, list(turn_ids))]
 
 

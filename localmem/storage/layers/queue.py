@@ -1,7 +1,8 @@
 """The durable job queue: the ``jobs`` table's primitives (claim, fail, finish, counts).
 
 Every job kind goes through the same protocol: ``extract`` (one per new turn, queued by
-the write path in the transaction that stores the turn, ``Store._insert_turn``),
+the write path in the transaction that stores the turn, ``Store._insert_turn``; the one
+insert, ``enqueue``, is ``storage.write.jobs``, where the write path may reach it),
 ``antecedent`` (queued by enrichment) and ``topics`` (one per session with turns in no
 topic, claimed with ``batch=False, exclusive=True``: one at a time, never while another
 job of its session runs). A job whose model reply was refused is a failed attempt like
@@ -34,10 +35,12 @@ import apsw
 
 from localmem.models.replies import CallRecord
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.util.clock import now_iso
 
-KIND = "extract"
+KIND = EXTRACT
 LEASE_S = 600.0
 BACKOFF_S = 5.0  # after attempt n, wait BACKOFF_S * 4**(n-1), at most BACKOFF_CAP_S
 BACKOFF_CAP_S = 3600.0
@@ -57,12 +60,10 @@ class Job:
 def enqueue_missing(conn: apsw.Connection) -> int:
     """Queue a job for every turn that has none (stores written before the queue)."""
     with db.transaction(conn):
-        rows = conn.execute(
-            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, id FROM turns "
-            "WHERE id NOT IN (SELECT turn_id FROM jobs WHERE kind = ?) RETURNING id",
-            (KIND, KIND),
-        ).fetchall()
-    return len(rows)
+        missing = conn.execute(
+            "SELECT id FROM turns WHERE id NOT IN (SELECT turn_id FROM jobs WHERE kind = ?)", (KIND,)
+        )
+        return enqueue(conn, KIND, [r[0] for r in missing])
 
 
 def _alive(owner: str | None) -> bool:
@@ -204,9 +205,9 @@ def unfinished(conn: db.Conn, kind: str = KIND) -> int:
 def next_due(conn: db.Conn, kinds: Sequence[str]) -> str | None:
     """The earliest time a failed job of ``kinds`` waiting on a back-off is due again
     (naive ISO-8601 UTC); None when none waits."""
-    marks = ",".join("?" * len(kinds))
     row = conn.execute(
-        f"SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL AND kind IN ({marks})",
+        "SELECT min(not_before) FROM jobs WHERE state = 'pending' AND not_before IS NOT NULL "
+        f"AND kind IN ({marks(len(kinds))})",
         list(kinds),
     ).fetchone()
     return None if row is None or row[0] is None else str(row[0])

@@ -21,10 +21,12 @@ from typing import Any
 
 from localmem.models.replies import CallRecord
 from localmem.storage.engine import db
+from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
 from localmem.storage.layers.queue import Job, finish, record_failure
 from localmem.storage.write import changes
 from localmem.storage.write.changes import TopicWrite
+from localmem.storage.write.jobs import enqueue
 
 Snapshot = tuple[list[Any], list[Any]]
 Planned = tuple[TopicWrite, str | None]  # a topic write and the model that labelled it (None: keywords)
@@ -34,13 +36,12 @@ def enqueue_jobs(conn: db.Conn, kind: str) -> int:
     """Queue a ``kind`` job (on its newest turn) for each session with turns outside
     every session topic; returns jobs queued."""
     with db.transaction(conn):
-        rows = conn.execute(
-            "INSERT OR IGNORE INTO jobs(kind, turn_id) SELECT ?, max(t.id) FROM turns t WHERE t.id NOT IN "
+        newest = conn.execute(
+            "SELECT max(t.id) FROM turns t WHERE t.id NOT IN "
             "(SELECT tt.turn_id FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session') "
-            "GROUP BY t.session_id RETURNING id",
-            (kind,),
+            "GROUP BY t.session_id"
         ).fetchall()
-    return len(rows)
+        return enqueue(conn, kind, (r[0] for r in newest))
 
 
 def session_of(conn: db.Conn, turn_id: int) -> int | None:
@@ -98,10 +99,9 @@ def commit_session_topics(
 def _still_valid(conn: db.Conn, plan: Sequence[TopicWrite]) -> bool:
     adds = [t for w in plan for t in w.add_turns]
     if adds:
-        marks = ",".join("?" * len(adds))
         taken = conn.execute(
             f"SELECT 1 FROM topic_turns tt JOIN topics p ON p.id = tt.topic_id AND p.kind = 'session' "
-            f"WHERE tt.turn_id IN ({marks}) LIMIT 1",
+            f"WHERE tt.turn_id IN ({marks(len(adds))}) LIMIT 1",
             adds,
         ).fetchone()
         if taken:

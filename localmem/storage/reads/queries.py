@@ -12,7 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from localmem.records import ProjectScope
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import marks, rows_in
 from localmem.util.text import fts_query
 
 # Words too common in questions to say anything about which turn answers them; dropping
@@ -138,6 +140,8 @@ _TERM_COUNTS = 20_000  # cached document counts per connection (~3 MB at most)
 class Filter:
     as_of: str | None = None  # naive ISO-8601: turns after it are invisible
     scope: str | None = None  # a session source or a session key
+    project: ProjectScope | None = None  # its sessions, and what a person said anywhere (retrieval/scope.py)
+    exclude: str | None = None  # a session key whose turns are not seen (the agent's current session)
     # Only turns strictly earlier than this turn id in conversation order (time, then
     # session, then place in session): CABLE's construction searches M_<i.
     before: int | None = None
@@ -238,18 +242,52 @@ def choose_terms(conn: Conn, table: str, match: str, common: tuple[float, int] |
 
 
 def turn_rows(conn: Conn, ids: Iterable[int]) -> dict[int, TurnRow]:
-    ids = list(set(ids))
-    out: dict[int, TurnRow] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        for r in conn.execute(
-            "SELECT t.id, t.session_id, s.key, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, "
-            f"t.source_id, t.words FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id IN ({marks})",
-            chunk,
-        ):
-            out[int(r[0])] = TurnRow(*r)
-    return out
+    sql = (
+        "SELECT t.id, t.session_id, s.key, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, "
+        "t.source_id, t.words FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id IN ({marks})"
+    )
+    # set order, as before the one IN-list helper: the chunks, and so the dict's order, stay the same
+    return {int(r[0]): TurnRow(*r) for r in rows_in(conn, sql, list(set(ids)))}
+
+
+def project_sessions(conn: Conn, project: ProjectScope) -> list[int]:
+    """Session ids of a project: run in its root or a folder inside it, or in a clone of
+    its repository."""
+    root = project.root.rstrip("/") or "/"
+    inside = root if root.endswith("/") else root + "/"
+    rows = conn.execute(
+        "SELECT id FROM sessions WHERE (cwd != '' AND (cwd = ? OR substr(cwd, 1, ?) = ?)) "
+        "OR (? != '' AND repository = ?)",
+        (root, len(inside), inside, project.repository, project.repository),
+    )
+    return [int(r[0]) for r in rows]
+
+
+def latest_project_turns(conn: Conn, project: ProjectScope, exclude_key: str, limit: int) -> list[TurnRow]:
+    """The last ``limit`` turns (in order) of the project's most recently active session
+    other than ``exclude_key``; none when it has no other session."""
+    ids = project_sessions(conn, project)
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    row = conn.execute(
+        f"SELECT s.id FROM sessions s JOIN turns t ON t.session_id = s.id WHERE s.id IN ({marks}) AND s.key != ? "
+        "GROUP BY s.id ORDER BY max(coalesce(t.ts, s.started_at, '')) DESC, s.id DESC LIMIT 1",
+        (*ids, exclude_key),
+    ).fetchone()
+    if row is None:
+        return []
+    last = [
+        int(r[0])
+        for r in conn.execute("SELECT id FROM turns WHERE session_id = ? ORDER BY ord DESC LIMIT ?", (row[0], limit))
+    ]
+    rows = turn_rows(conn, last)
+    return sorted(rows.values(), key=lambda r: r.ord)
+
+
+def sessions_with_key(conn: Conn, key: str) -> list[int]:
+    """Session ids with this key (of any source)."""
+    return [int(r[0]) for r in conn.execute("SELECT id FROM sessions WHERE key = ?", (key,))]
 
 
 def scope_sessions(conn: Conn, scope: str) -> list[int]:
@@ -262,11 +300,10 @@ def edges_of(conn: Conn, ids: Iterable[int], kinds: tuple[str, ...]) -> list[tup
     ids = list(ids)
     if not ids:
         return []
-    marks = ",".join("?" * len(ids))
-    kmarks = ",".join("?" * len(kinds))
+    at, of = marks(len(ids)), marks(len(kinds))
     rows = conn.execute(
-        f"SELECT src, dst, kind, weight, reason FROM edges WHERE src IN ({marks}) AND kind IN ({kmarks}) "
-        f"UNION ALL SELECT dst, src, kind, weight, reason FROM edges WHERE dst IN ({marks}) AND kind IN ({kmarks})",
+        f"SELECT src, dst, kind, weight, reason FROM edges WHERE src IN ({at}) AND kind IN ({of}) "
+        f"UNION ALL SELECT dst, src, kind, weight, reason FROM edges WHERE dst IN ({at}) AND kind IN ({of})",
         [*ids, *kinds, *ids, *kinds],
     ).fetchall()
     return [(int(a), int(b), str(k), float(w), str(r)) for a, b, k, w, r in rows]
@@ -284,10 +321,10 @@ def antecedent_edges(conn: Conn, seeds: list[int]) -> list[AntecedentEdge]:
     a seed, then those out of one."""
     if not seeds:
         return []
-    marks = ",".join("?" * len(seeds))
+    at = marks(len(seeds))
     rows = conn.execute(
-        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({marks}) "
-        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({marks})",
+        f"SELECT dst, src, 1, reason FROM edges WHERE kind = 'antecedent' AND dst IN ({at}) "
+        f"UNION ALL SELECT src, dst, 0, reason FROM edges WHERE kind = 'antecedent' AND src IN ({at})",
         [*seeds, *seeds],
     ).fetchall()
     return [AntecedentEdge(int(a), int(b), bool(e), str(r)) for a, b, e, r in rows]

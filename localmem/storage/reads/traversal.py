@@ -8,7 +8,7 @@ cue -> tags, (cue, tag) -> turns, turn -> cues / neighbours / edges / place, tim
 Invariants:
 - read-only, on the connection given; a caller that needs several reads to see one
   commit wraps them in ``Store.snapshot`` (the toolkit wraps every tool);
-- lists of ids are read in chunks of :data:`CHUNK` bound variables where they may be
+- lists of ids are read in chunks of ``inlist.CHUNK`` bound variables where they may be
   long;
 - orders are part of the contract: each function says the order it returns, and rows
   of equal rank come in SQLite's order, as the toolkit has always shown them.
@@ -16,14 +16,14 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import marks, rows_in
 from localmem.storage.reads.queries import FTS_TABLES
 
-CHUNK = 500
 T = TypeVar("T")
 
 
@@ -80,10 +80,6 @@ class SessionSummary(NamedTuple):
 _CUE_COLS = "c.id, c.kind, c.text, c.turn_id, c.subject, c.relation, c.object"
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 def _cue(r: Sequence[Any]) -> CueRow:
     return CueRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), r[4], r[5], r[6])
 
@@ -123,30 +119,16 @@ def fts_match(conn: Conn, table: str, match: str, limit: int) -> list[tuple[int,
 
 def cue_hits(conn: Conn, ids: Sequence[int]) -> dict[int, CueHitRow]:
     """The cues of ``ids`` that exist, each with its turn's time and speaker, by cue id."""
-    ids = list(ids)
-    out: dict[int, CueHitRow] = {}
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
-        for r in conn.execute(
-            f"SELECT {_CUE_COLS}, t.ts, t.speaker FROM cues c JOIN turns t ON t.id = c.turn_id "
-            f"WHERE c.id IN ({_marks(len(chunk))})",
-            chunk,
-        ):
-            out[int(r[0])] = CueHitRow(_cue(r), r[7], str(r[8]))
-    return out
+    sql = f"SELECT {_CUE_COLS}, t.ts, t.speaker FROM cues c JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({{marks}})"
+    return {int(r[0]): CueHitRow(_cue(r), r[7], str(r[8])) for r in rows_in(conn, sql, ids)}
 
 
 def tags_of(conn: Conn, cue_ids: Sequence[int]) -> dict[int, list[str]]:
     """The tag names of each cue of ``cue_ids`` that has any, by name."""
+    sql = "SELECT ct.cue_id, t.name FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id WHERE ct.cue_id IN ({marks}) ORDER BY t.name"
     out: dict[int, list[str]] = {}
-    for start in range(0, len(cue_ids), CHUNK):
-        chunk = list(cue_ids[start : start + CHUNK])
-        for cid, name in conn.execute(
-            f"SELECT ct.cue_id, t.name FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
-            f"WHERE ct.cue_id IN ({_marks(len(chunk))}) ORDER BY t.name",
-            chunk,
-        ):
-            out.setdefault(int(cid), []).append(str(name))
+    for cid, name in rows_in(conn, sql, cue_ids):
+        out.setdefault(int(cid), []).append(str(name))
     return out
 
 
@@ -155,7 +137,7 @@ def tag_counts(conn: Conn, cue_ids: Sequence[int]) -> list[TagRow]:
     of the cues carry it; most turns first, then by name."""
     rows = conn.execute(
         f"SELECT t.name, count(DISTINCT ct.turn_id), group_concat(DISTINCT ct.cue_id) FROM cue_tags ct "
-        f"JOIN tags t ON t.id = ct.tag_id WHERE ct.cue_id IN ({_marks(len(cue_ids))}) "
+        f"JOIN tags t ON t.id = ct.tag_id WHERE ct.cue_id IN ({marks(len(cue_ids))}) "
         "GROUP BY t.name ORDER BY 2 DESC, t.name",
         list(cue_ids),
     ).fetchall()
@@ -166,14 +148,14 @@ def tagged_turns(conn: Conn, cue_ids: Sequence[int], tag: str) -> list[int]:
     """Distinct turns where one of ``cue_ids`` carries ``tag`` (case-insensitive)."""
     sql = (
         f"SELECT DISTINCT ct.turn_id FROM cue_tags ct JOIN tags t ON t.id = ct.tag_id "
-        f"WHERE ct.cue_id IN ({_marks(len(cue_ids))}) AND lower(t.name) = lower(?)"
+        f"WHERE ct.cue_id IN ({marks(len(cue_ids))}) AND lower(t.name) = lower(?)"
     )
     return [int(r[0]) for r in conn.execute(sql, [*cue_ids, tag])]
 
 
 def turns_of_cues(conn: Conn, cue_ids: Sequence[int]) -> list[int]:
     """Distinct turns the cues ``cue_ids`` point at."""
-    sql = f"SELECT DISTINCT turn_id FROM cues WHERE id IN ({_marks(len(cue_ids))})"
+    sql = f"SELECT DISTINCT turn_id FROM cues WHERE id IN ({marks(len(cue_ids))})"
     return [int(r[0]) for r in conn.execute(sql, list(cue_ids))]
 
 
@@ -228,10 +210,18 @@ def turn_position(conn: Conn, turn_id: int) -> TurnPosition | None:
 
 
 def turns_in_range(
-    conn: Conn, lo: str | None, hi: str | None, scope: str | None, limit: int, offset: int
+    conn: Conn,
+    lo: str | None,
+    hi: str | None,
+    scope: str | None,
+    limit: int,
+    offset: int,
+    project: tuple[Sequence[int], Collection[str]] | None = None,
 ) -> Counted[int]:
     """Ids of the dated turns with ``lo`` <= time <= ``hi`` (either bound may be None),
-    in sessions of source or key ``scope`` when given; by time, session, place."""
+    in sessions of source or key ``scope`` when given, and under ``project`` = (its
+    session ids, agent speakers) in those sessions or spoken by anyone but an agent; by
+    time, session, place."""
     where = ["t.ts IS NOT NULL"]
     args: list[Any] = []
     if lo is not None:
@@ -243,6 +233,11 @@ def turns_in_range(
     if scope:
         where.append("t.session_id IN (SELECT id FROM sessions WHERE source = ? OR key = ?)")
         args += [scope, scope]
+    if project is not None:
+        sessions, agents = list(project[0]), sorted(project[1])
+        inside = f"t.session_id IN ({marks(len(sessions))})" if sessions else "0"
+        where.append(f"({inside} OR lower(trim(t.speaker)) NOT IN ({marks(len(agents))}))")
+        args += [*sessions, *agents]
     cond = " AND ".join(where)
     total = _count(conn, f"SELECT count(*) FROM turns t WHERE {cond}", args)
     ids = [
@@ -279,7 +274,7 @@ def sessions_with_key(conn: Conn, key: str) -> list[int]:
 def turns_of_sessions(conn: Conn, session_ids: Sequence[int], limit: int, offset: int) -> Counted[int]:
     """Ids of the turns of ``session_ids``, by session, then place."""
     sids = list(session_ids)
-    cond = f"session_id IN ({_marks(len(sids))})"
+    cond = f"session_id IN ({marks(len(sids))})"
     total = _count(conn, f"SELECT count(*) FROM turns WHERE {cond}", sids)
     ids = [
         int(r[0])

@@ -17,6 +17,7 @@ import apsw
 
 from localmem.storage.engine import db
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import marks
 
 
 class SessionTopic(NamedTuple):
@@ -99,10 +100,6 @@ class Engine(NamedTuple):
     sqlite_vec: str
 
 
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 # -- timeline and session pages ---------------------------------------------------------
 
 
@@ -114,7 +111,7 @@ def session_topics(conn: Conn, session_ids: Sequence[int]) -> list[SessionTopic]
         "SELECT DISTINCT t.session_id, p.id, p.label, p.summary, th.id, th.label "
         "FROM topic_turns tt JOIN turns t ON t.id = tt.turn_id JOIN topics p ON p.id = tt.topic_id "
         "LEFT JOIN theme_topics x ON x.topic_id = p.id LEFT JOIN topics th ON th.id = x.theme_id "
-        f"WHERE p.kind = 'session' AND t.session_id IN ({_marks(len(session_ids))}) ORDER BY t.session_id, p.id",
+        f"WHERE p.kind = 'session' AND t.session_id IN ({marks(len(session_ids))}) ORDER BY t.session_id, p.id",
         list(session_ids),
     ).fetchall()
     return [
@@ -130,7 +127,7 @@ def opening_turns(conn: Conn, session_ids: Sequence[int]) -> dict[int, tuple[str
         int(sid): (speaker, str(text))
         for sid, speaker, text in conn.execute(
             "SELECT t.session_id, t.speaker, t.text FROM turns t WHERE t.id IN (SELECT (SELECT id FROM turns "
-            f"WHERE session_id = s.id ORDER BY ord LIMIT 1) FROM sessions s WHERE s.id IN ({_marks(len(session_ids))}))",
+            f"WHERE session_id = s.id ORDER BY ord LIMIT 1) FROM sessions s WHERE s.id IN ({marks(len(session_ids))}))",
             list(session_ids),
         )
     }
@@ -196,7 +193,7 @@ def turn_previews(conn: Conn, ids: Sequence[int]) -> dict[int, TurnPreview]:
     return {
         int(i): TurnPreview(sp, tx, ts)
         for i, sp, tx, ts in conn.execute(
-            f"SELECT id, speaker, text, ts FROM turns WHERE id IN ({_marks(len(ids))})", list(ids)
+            f"SELECT id, speaker, text, ts FROM turns WHERE id IN ({marks(len(ids))})", list(ids)
         )
     }
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from localmem.errors import EmbedderMismatch
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import rows_in
 
 UNDATED = np.iinfo(np.int64).min  # a mirror's ts of an undated turn: sorts before every dated one
-_READ = 500  # ids per read
 _CHUNK = 8192  # rows per fetch when streaming a table
 
 
@@ -46,12 +46,9 @@ def read_vectors(conn: Conn, table: str, key: str, ids: Sequence[int] | np.ndarr
     uniq = np.unique(want)
     got: list[int] = []
     blobs: list[bytes] = []
-    for start in range(0, len(uniq), _READ):
-        part = uniq[start : start + _READ].tolist()
-        marks = ",".join("?" * len(part))
-        for rid, blob in conn.execute(f"SELECT {key}, embedding FROM {table} WHERE {key} IN ({marks})", part):
-            got.append(rid)
-            blobs.append(blob)
+    for rid, blob in rows_in(conn, f"SELECT {key}, embedding FROM {table} WHERE {key} IN ({{marks}})", uniq.tolist()):
+        got.append(rid)
+        blobs.append(blob)
     if not got:
         return out
     joined = b"".join(blobs)
@@ -72,11 +69,7 @@ def turn_vectors(conn: Conn, ids: Sequence[int] | np.ndarray, dim: int) -> np.nd
 
 
 def _ids_in(conn: Conn, sql: str, values: Sequence[int]) -> list[int]:
-    out: list[int] = []
-    for start in range(0, len(values), _READ):
-        part = [int(v) for v in values[start : start + _READ]]
-        out.extend(r[0] for r in conn.execute(sql.format(marks=",".join("?" * len(part))), part))
-    return out
+    return [r[0] for r in rows_in(conn, sql, (int(v) for v in values))]
 
 
 def cue_ids_of(conn: Conn, turn_ids: Sequence[int]) -> list[int]:

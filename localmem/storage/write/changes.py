@@ -7,8 +7,10 @@ so the row exists exactly when the change committed (a rollback takes both away)
 ===============  ==============================  =====================  ================================
 kind             function                        key                    data (JSON)
 ===============  ==============================  =====================  ================================
-``session``      ``add_session`` (new, or its    ``session_key``        source, key, title, started_at
-                 start time filled in)
+``session``      ``add_session`` (new, or its    ``session_key``        source, key, title, started_at;
+                 start time, client or project                          client and project {cwd,
+                 filled in)                                             repository, branch, commit}
+                                                                        when known
 ``turn``         ``add_turn``                    the turn's hash        NULL: the row, read by its hash
 ``forget``       ``forget``                      the turn's hash        NULL
 ``enrichment``   ``add_enrichment``              the turn's hash        memory type, its source, counts
@@ -43,17 +45,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from localmem.storage.engine.db import Conn
+from localmem.storage.engine.inlist import chunks, marks, rows_in
 from localmem.storage.write.prepare import content_hash
-
-CHUNK = 500  # ids per IN list
-
-
-@dataclass(frozen=True)
-class SessionWrite:
-    source: str
-    key: str
-    title: str
-    started_at: str | None
+from localmem.storage.write.sessions import SessionWrite as SessionWrite  # re-exported: the door takes it
+from localmem.storage.write.sessions import session_from_data as session_from_data
 
 
 @dataclass(frozen=True)
@@ -138,35 +133,44 @@ def _journal(conn: Conn, kind: str, key: str, model: str | None, origin: str | N
 
 def _column_of(conn: Conn, table: str, column: str, ids: Iterable[int]) -> dict[int, str]:
     """``column`` (hash, key) of the rows ``ids`` of ``table`` that exist."""
-    wanted = list(dict.fromkeys(int(i) for i in ids))
-    out: dict[int, str] = {}
-    for at in range(0, len(wanted), CHUNK):
-        chunk = wanted[at : at + CHUNK]
-        sql = f"SELECT id, {column} FROM {table} WHERE id IN ({','.join('?' * len(chunk))})"
-        out.update((int(r[0]), str(r[1])) for r in conn.execute(sql, chunk))
-    return out
+    sql = f"SELECT id, {column} FROM {table} WHERE id IN ({{marks}})"
+    return {int(r[0]): str(r[1]) for r in rows_in(conn, sql, (int(i) for i in ids))}
 
 
 # -- sessions and turns -----------------------------------------------------------------
 
 
 def add_session(conn: Conn, s: SessionWrite, *, origin: str | None = None) -> int:
-    """The id of session (source, key), made if new; a stored session without a start
-    time takes ``started_at``. Journaled when made or filled in."""
+    """The id of session (source, key), made if new; a stored session takes what it lacks
+    of ``s``: a start time, a client, a project (whole, when it has none).
+    Journaled when made or filled in, with the session as it then stands."""
     row = conn.execute(
-        "INSERT INTO sessions(source, key, title, started_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(source, key) DO NOTHING RETURNING id",
-        (s.source, s.key, s.title, s.started_at),
+        "INSERT INTO sessions(source, key, title, started_at, client, cwd, repository, branch, git_commit) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(source, key) DO NOTHING RETURNING id",
+        (s.source, s.key, s.title, s.started_at, s.client, *s.project),
     ).fetchone()
-    if row is None and s.started_at is not None:
+    stored = s
+    if row is None and (s.started_at is not None or s.client or any(s.project)):
+        # The project is taken whole, only by a session that has none: two logs that
+        # disagree never leave it half one, half the other.
+        bare = "(cwd = '' AND repository = '' AND branch = '' AND git_commit = '')"
+        has = int(any(s.project))
         row = conn.execute(
-            "UPDATE sessions SET started_at = ? WHERE source = ? AND key = ? AND started_at IS NULL RETURNING id",
-            (s.started_at, s.source, s.key),
+            "UPDATE sessions SET started_at = coalesce(started_at, ?), "
+            "client = CASE client WHEN '' THEN ? ELSE client END, "
+            f"cwd = CASE WHEN {bare} THEN ? ELSE cwd END, repository = CASE WHEN {bare} THEN ? ELSE repository END, "
+            f"branch = CASE WHEN {bare} THEN ? ELSE branch END, git_commit = CASE WHEN {bare} THEN ? ELSE git_commit END "
+            "WHERE source = ? AND key = ? AND ((started_at IS NULL AND ? IS NOT NULL) OR (client = '' AND ? != '') "
+            f"OR ({bare} AND ?)) "
+            "RETURNING id, title, started_at, client, cwd, repository, branch, git_commit",
+            (s.started_at, s.client, *s.project, s.source, s.key, s.started_at, s.client, has),
         ).fetchone()
+        if row is not None:
+            title, started, *known = row[1:]
+            stored = SessionWrite(s.source, s.key, str(title), started, *(str(v) for v in known))
     if row is None:
         return int(conn.one("SELECT id FROM sessions WHERE source = ? AND key = ?", (s.source, s.key))[0])
-    data = {"source": s.source, "key": s.key, "title": s.title, "started_at": s.started_at}
-    _journal(conn, "session", session_key(s.source, s.key), None, origin, data)
+    _journal(conn, "session", session_key(s.source, s.key), None, origin, stored.data())
     return int(row[0])
 
 
@@ -188,12 +192,8 @@ def forget(conn: Conn, hashes: Sequence[str], *, origin: str | None = None) -> i
     topic memberships by cascade), then sessions left without turns; a row per turn
     deleted. Returns how many were."""
     gone = 0
-    unique = list(dict.fromkeys(hashes))
-    for at in range(0, len(unique), CHUNK):
-        chunk = unique[at : at + CHUNK]
-        rows = conn.execute(
-            f"DELETE FROM turns WHERE hash IN ({','.join('?' * len(chunk))}) RETURNING hash", chunk
-        ).fetchall()
+    for chunk in chunks(hashes):
+        rows = conn.execute(f"DELETE FROM turns WHERE hash IN ({marks(len(chunk))}) RETURNING hash", chunk).fetchall()
         for r in rows:
             _journal(conn, "forget", str(r[0]), None, origin)
         gone += len(rows)

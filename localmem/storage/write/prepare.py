@@ -4,6 +4,9 @@ Invariants:
 - a turn's text has no secret and no ``<private>`` span (``localmem.util.secrets``,
   unless the ``ingest.redact`` setting is off): what follows (its hash, cues, FTS rows,
   vectors, the journal, sync segments, exports) never sees them;
+- nor memory a hook injected (``localmem.util.injected``: ``<localmem-context>`` spans, and
+  the head lines of a context the store recorded as injected), whatever the settings; a
+  turn that held nothing else is left out (``prepare`` returns None);
 - a turn's identity is the hash of its session's source and key, its native id,
   speaker, role, time and (redacted) text: the same content written again (from any file name,
   by any client) finds its stored row and writes nothing;
@@ -19,7 +22,8 @@ from dataclasses import dataclass, replace
 
 from localmem.errors import InputError
 from localmem.records import MAX_TURN_CHARS, SessionIn, TurnIn
-from localmem.util import secrets
+from localmem.util import injected, secrets
+from localmem.util.gitinfo import clean_remote
 from localmem.util.text import parse_time, sentence_spans
 
 # Statement cues of one turn: its distinct sentences, at most this many (a turn of the
@@ -67,11 +71,19 @@ class Staged:
     turns: int
 
 
-def prepare(sess: SessionIn, turn: TurnIn, index: int, *, redact: bool = True) -> Prepared:
-    """Turn ``index`` of ``sess`` checked (text, size, time), its secrets and private spans
-    taken out (``redact``; before the hash, so its identity is that of what is stored), and identified."""
+def prepare(
+    sess: SessionIn, turn: TurnIn, index: int, *, redact: bool = True, known: frozenset[str] = frozenset()
+) -> Prepared | None:
+    """Turn ``index`` of ``sess`` checked (text, size, time), without injected memory (its
+    wrapped spans, and the head lines whose hash is in ``known``: None when nothing else is
+    left), its secrets and private spans taken out (``redact``; before the hash, so its
+    identity is that of what is stored), and identified."""
     if not isinstance(turn.text, str) or not turn.text.strip():
         raise InputError(f"turn {index} of session {sess.key!r} has no text")
+    if (clean := injected.drop_lines(injected.drop_wrapped(turn.text), set(known))) != turn.text:
+        if not clean.strip():
+            return None
+        turn = replace(turn, text=clean)
     if redact and (clean := secrets.redact(turn.text)) != turn.text:
         if not clean.strip():
             raise InputError(f"turn {index} of session {sess.key!r} has no text outside its <private> spans")
@@ -90,9 +102,25 @@ def prepare(sess: SessionIn, turn: TurnIn, index: int, *, redact: bool = True) -
     return Prepared(turn, ts, h, statement_spans(turn.text))
 
 
-def prepare_all(sess: SessionIn, redact: bool) -> list[Prepared]:
-    """Every turn of ``sess``, prepared."""
-    return [prepare(sess, t, i, redact=redact) for i, t in enumerate(sess.turns)]
+def prepare_all(sess: SessionIn, redact: bool, known: frozenset[str] = frozenset()) -> list[Prepared]:
+    """Every turn of ``sess``, prepared; turns that held only injected memory left out."""
+    out = (prepare(sess, t, i, redact=redact, known=known) for i, t in enumerate(sess.turns))
+    return [p for p in out if p is not None]
+
+
+def injected_candidates(sessions: list[SessionIn]) -> list[str]:
+    """Hashes of the lines of these sessions' turns that could be injected head lines
+    (looked up in the store's ``injected`` table before ``prepare``)."""
+    return [h for s in sessions for t in s.turns if isinstance(t.text, str) for h in injected.candidate_hashes(t.text)]
+
+
+def session_fields(sess: SessionIn, redact: bool) -> tuple[str, str, str, str, str]:
+    """(client, cwd, repository, branch, commit) as stored: the repository without
+    credentials, each field redacted like the turns."""
+    p = sess.project
+    fields = [sess.client, *((p.cwd, clean_remote(p.repository), p.branch, p.commit) if p else ("", "", "", ""))]
+    clean = [secrets.redact(f) if redact else f for f in fields]
+    return clean[0], clean[1], clean[2], clean[3], clean[4]
 
 
 def title(sess: SessionIn, redact: bool) -> str:

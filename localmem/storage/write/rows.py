@@ -13,6 +13,7 @@ import numpy as np
 
 from localmem.storage.engine.db import Conn
 from localmem.storage.write import changes
+from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.prepare import Prepared
 from localmem.storage.write.vectorize import turn_doc
 from localmem.util.text import count_words
@@ -34,7 +35,7 @@ def insert_turn(
     write = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
     tid = changes.add_turn(conn, write, origin=origin)
     conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
-    conn.execute("INSERT OR IGNORE INTO jobs(kind, turn_id) VALUES ('extract', ?)", (tid,))
+    enqueue(conn, EXTRACT, (tid,))
     conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
     for (s, e), vec in zip(p.spans, cvecs, strict=True):
         cue_text = t.text[s:e]

@@ -37,10 +37,10 @@ from localmem.storage.engine.inlist import rows_in
 from localmem.storage.engine.retry import Patience
 from localmem.storage.vectors.mirrors import Mirrors, MirrorView
 from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
-from localmem.storage.write import changes, forgets, rows
+from localmem.storage.write import changes, forgets, injections, rows
 from localmem.storage.write.graph import link_semantic
 from localmem.storage.write.pipeline import pipelined
-from localmem.storage.write.prepare import Prepared, Staged, prepare_all, title
+from localmem.storage.write.prepare import Prepared, Staged, injected_candidates, prepare_all, session_fields, title
 from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
 from localmem.util.text import parse_time
 
@@ -230,10 +230,12 @@ class Store:
 
     def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
         # forget wins: a hash in the forget set is not written again (docs/sync.md)
-        staged = [(s, prepare_all(s, self.settings.ingest.redact)) for s in sessions]
+        sessions = list(sessions)
+        known = injections.known(self.conn, injected_candidates(sessions))  # memory a hook injected
+        staged = [(s, prepare_all(s, self.settings.ingest.redact, known)) for s in sessions]
         prepared = forgets.drop_forgotten(self.conn, staged)
-        known = self._known_hashes([p.hash for _, ps in prepared for p in ps])
-        fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in known}
+        stored = self._known_hashes([p.hash for _, ps in prepared for p in ps])
+        fresh = {p.hash: p for _, ps in prepared for p in ps if p.hash not in stored}
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
 
     def _commit(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
@@ -290,7 +292,8 @@ class Store:
                 raise InputError(f"session {sess.key!r}: {exc}") from exc
         else:
             started = next((p.ts for p in ps if p.ts), None)
-        write = changes.SessionWrite(sess.source, sess.key, title(sess, self.settings.ingest.redact), started)
+        redact = self.settings.ingest.redact
+        write = changes.SessionWrite(sess.source, sess.key, title(sess, redact), started, *session_fields(sess, redact))
         return changes.add_session(self.conn, write, origin=origin)
 
     def _next_ord(self, session_id: int) -> int:

@@ -1,0 +1,156 @@
+"""``localmem bench hooks``: the agents' hooks as the agents run them, on a large store,
+and the prompt hook's relevance bar calibrated on data.
+
+Latency (``run``): a synthetic store of N turns (``bench.synthetic``, the ``bench scale``
+builder; its sessions spread over four project folders), then each hook as a fresh
+``python -m localmem.hooks`` process with a Claude Code payload on stdin, timed from
+``Popen`` to exit (process start, imports, the embedding model, the store, the work):
+prompts (the bar at -1 so that each renders, replies and records what it injected: the
+most a prompt hook does), session starts, and stops that ingest one new exchange of a
+transcript. Beside them: the interpreter alone, and the hook module imported and its
+``--help`` printed. The synthetic store's vectors are generated, not embedded, so the
+replies' content means nothing here; the time is the point.
+
+Calibration (``calibrate``): LoCoMo's conversations in one store (real MiniLM vectors);
+each question asked once with its own conversation in scope (memory that bears on it
+exists) and once with another conversation in scope (it does not); the best cosine of a
+visible turn or sentence (``Context.stats["best_cosine"]``) for both, and for each bar
+the share of each kind that would get memory, and how often the evidence is in what the
+first kind gets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from localmem.bench import agent_logs, metrics, scale, synthetic
+from localmem.config import Settings
+from localmem.ingest import locomo as locomo_ingest
+from localmem.memory import open_store
+from localmem.models.registry import default_embedder
+from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.bench import synthetic as bench_rows
+from localmem.storage.engine import db
+
+FOLDERS = ("/home/dev/shop", "/home/dev/etl", "/home/dev/site", "/home/dev/infra")
+BARS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LOCALMEM_MODEL"}
+    # measure the work, not a deadline: the defaults would give up on a cold 100k store
+    env.update(
+        LOCALMEM_HOOKS_PROMPT_BAR="-1", LOCALMEM_HOOKS_PROMPT_DEADLINE="120", LOCALMEM_HOOKS_SESSION_DEADLINE="120"
+    )
+    env["LOCALMEM_HOOKS_INGEST_DEADLINE"] = "300"
+    return env
+
+
+def _timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, input=payload, capture_output=True, env=env, timeout=600)
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv}: exit {proc.returncode}: {proc.stderr[-300:]!r}")
+    return took, proc.stdout
+
+
+def _stats(times: list[float], replies: int) -> dict[str, Any]:
+    ms = sorted(t * 1000 for t in times)
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+    return {
+        "runs": len(ms),
+        "p50_ms": round(statistics.median(ms)),
+        "p95_ms": round(p95),
+        "max_ms": round(ms[-1]),
+        "replied": replies,
+    }
+
+
+def run(work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, stops: int = 5) -> dict[str, Any]:
+    settings = Settings(db=work / f"hooks-{turns}.db")
+    built = synthetic.build(settings.db, turns, default_embedder(settings.embedder), settings)
+    conn = db.connect(settings.db)
+    try:
+        bench_rows.spread_projects(conn, FOLDERS)
+    finally:
+        conn.close()
+    env = _env()
+    py = [sys.executable]
+    hook = [*py, "-m", "localmem.hooks", "--db", str(settings.db)]
+    out: dict[str, Any] = {"turns": turns, "build_s": round(built, 1)}
+    out["python_start"] = _stats([_timed([*py, "-c", "pass"], b"", env)[0] for _ in range(5)], 0)
+    out["hook_import"] = _stats([_timed([*hook, "--help"], b"", env)[0] for _ in range(5)], 0)
+    questions = scale.queries_for(settings.db, prompts)
+    times, replies = [], 0
+    for i, q in enumerate(questions):
+        payload = {"session_id": f"bench-{i}", "cwd": FOLDERS[i % len(FOLDERS)], "prompt": q}
+        took, reply = _timed([*hook, "prompt", "--client", "claude-code"], json.dumps(payload).encode(), env)
+        times.append(took)
+        replies += bool(reply.strip())
+    out["prompt"] = _stats(times, replies)
+    times, replies = [], 0
+    for i in range(starts):
+        payload = {"session_id": f"start-{i}", "cwd": FOLDERS[i % len(FOLDERS)], "source": "startup"}
+        took, reply = _timed([*hook, "session-start", "--client", "claude-code"], json.dumps(payload).encode(), env)
+        times.append(took)
+        replies += bool(reply.strip())
+    out["session_start"] = _stats(times, replies)
+    log = work / "transcript.jsonl"
+    session = "5e551011-0000-4000-8000-000000000001"
+    log.write_text("", "utf-8")
+    times = []
+    for i in range(stops):
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
+        payload = {"session_id": session, "transcript_path": str(log), "cwd": FOLDERS[0]}
+        times.append(_timed([*hook, "stop", "--client", "claude-code"], json.dumps(payload).encode(), env)[0])
+    out["stop"] = _stats(times, 0)
+    return out
+
+
+def calibrate(data: Path, work: Path, budget: int = 300) -> dict[str, Any]:
+    """The bar's trade-off on LoCoMo (module docstring)."""
+    samples = metrics.read_benchmark(data, "locomo")
+    settings = Settings(db=work / "calibrate.db")
+    sources = [f"locomo:{s['sample_id']}" for s in samples]
+    with open_store(settings) as store:
+        for sample in samples:
+            store.write_sessions(list(locomo_ingest.parse(data, sample=str(sample["sample_id"]))))
+        pos: list[tuple[float, bool]] = []
+        neg: list[float] = []
+        for k, sample in enumerate(samples):
+            other = sources[(k + 1) % len(sources)]
+            for qa in sample.get("qa", []):
+                evidence, _bad = metrics.clean_evidence(qa.get("evidence") or [])
+                if qa.get("category") == 5 or not evidence:
+                    continue
+                own = reconstruct(store, str(qa["question"]), budget, scope=sources[k])
+                pos.append((float(own.stats.get("best_cosine", 0.0)), metrics.found_fraction(own, evidence) == 1.0))
+                away = reconstruct(store, str(qa["question"]), budget, scope=other)
+                neg.append(float(away.stats.get("best_cosine", 0.0)))
+    rows = []
+    for bar in BARS:
+        given = [found for c, found in pos if c >= bar]
+        rows.append(
+            {
+                "bar": bar,
+                "relevant_given": round(100 * len(given) / len(pos), 1),
+                "unrelated_given": round(100 * sum(c >= bar for c in neg) / len(neg), 1),
+                "evidence_in_given": round(100 * sum(given) / max(len(given), 1), 1),
+            }
+        )
+    return {
+        "questions": len(pos),
+        "budget": budget,
+        "median_cosine_relevant": round(statistics.median(c for c, _ in pos), 3),
+        "median_cosine_unrelated": round(statistics.median(neg), 3),
+        "rows": rows,
+    }

@@ -1,0 +1,137 @@
+"""``localmem bench watch`` (a transcript appended to while ``watch`` follows it),
+``localmem bench hooks`` (the agents' hooks as processes on a large store) and
+``localmem bench projects`` (project scope on a two-project fixture). Tables to stdout;
+``--json`` adds the result as one JSON line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from localmem.bench import hooks_bench, projects, watch_bench
+from localmem.config import Settings
+
+
+def add_capture_bench_parsers(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "watch",
+        help="a Claude Code transcript appended to ~N times while `localmem watch` follows it: every turn once, in order",
+        description="Start `localmem watch` (the agents' folders mode) as a process, append records to a transcript "
+        "(some written in two pieces), then compare what it stored with one complete read of the file.",
+    )
+    c.add_argument("--appends", type=int, default=1000, help="writes to the transcript (default 1000)")
+    c.add_argument("--interval", type=float, default=0.01, help="seconds between writes (default 0.01)")
+    c.add_argument("--final-after", type=float, default=2.0, help="the watcher's --final-after (default 2)")
+    c.add_argument("--workdir", type=Path, help="keep the transcript and the store here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=cmd_bench_watch)
+
+
+def cmd_bench_watch(args: argparse.Namespace, settings: Settings) -> int:
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-watch-"))
+    work.mkdir(parents=True, exist_ok=True)
+    r = watch_bench.run(work, args.appends, args.interval, args.final_after)
+    print(
+        "| writes | records | turns expected | stored | missing | duplicated | out of order | reads | appending | lag after last write |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {r['appends']} | {r['records']} | {r['turns_expected']} | {r['turns_stored']} | {r['missing']} | "
+        f"{r['duplicated']} | {r['out_of_order']} | {r['reads']} | {r['append_s']} s | {r['lag_s']} s "
+        f"(final-after {r['final_after_s']} s) |"
+    )
+    if args.json:
+        print(json.dumps(r))
+    ok = not (r["missing"] or r["duplicated"] or r["out_of_order"] or r["unexpected"])
+    return 0 if ok else 1
+
+
+def add_hooks_bench_parser(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "hooks",
+        help="the agents' hooks as processes on a large store (p50/p95, process start included); --calibrate DATA: "
+        "the prompt hook's relevance bar on LoCoMo",
+        description="Time `python -m localmem.hooks` processes (prompt, session start, stop) on a synthetic store "
+        "of --turns turns, each from process start to exit. With --calibrate LOCOMO.json: for each relevance bar, "
+        "the share of questions that get memory when their conversation is in scope, and when another is.",
+    )
+    c.add_argument("--turns", type=int, default=100_000, help="synthetic store size (default 100000)")
+    c.add_argument("--prompts", type=int, default=40, help="prompt hooks to time (default 40)")
+    c.add_argument("--starts", type=int, default=10, help="session-start hooks to time (default 10)")
+    c.add_argument("--stops", type=int, default=5, help="stop hooks to time (default 5)")
+    c.add_argument("--calibrate", type=Path, metavar="LOCOMO_JSON", help="calibrate the prompt bar instead")
+    c.add_argument("--workdir", type=Path, help="keep the stores here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=cmd_bench_hooks)
+
+
+def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-hooks-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if args.calibrate:
+        r = hooks_bench.calibrate(args.calibrate, work)
+        print(
+            f"LoCoMo: {r['questions']} questions, budget {r['budget']} tokens; median best cosine "
+            f"{r['median_cosine_relevant']} (own conversation) vs {r['median_cosine_unrelated']} (another)"
+        )
+        print("| bar | relevant: get memory | unrelated: get memory | evidence in what relevant ones get |")
+        print("|---:|---:|---:|---:|")
+        for row in r["rows"]:
+            print(
+                f"| {row['bar']} | {row['relevant_given']}% | {row['unrelated_given']}% | {row['evidence_in_given']}% |"
+            )
+    else:
+        r = hooks_bench.run(work, args.turns, args.prompts, args.starts, args.stops)
+        print(
+            f"store: {r['turns']:,} synthetic turns (built in {r['build_s']} s); each run a fresh process, start to exit"
+        )
+        print("| what | runs | p50 | p95 | max | replied |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for key, label in (
+            ("python_start", "python -c pass"),
+            ("hook_import", "python -m localmem.hooks --help (imports)"),
+            ("prompt", "UserPromptSubmit (prompt)"),
+            ("session_start", "SessionStart"),
+            ("stop", "Stop (ingest 3 new turns)"),
+        ):
+            s = r[key]
+            print(
+                f"| {label} | {s['runs']} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['max_ms']} ms | {s['replied']} |"
+            )
+    if args.json:
+        print(json.dumps(r))
+    return 0
+
+
+def add_projects_bench_parser(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "projects",
+        help="project scope on a three-project fixture: own answers found, other projects' leaking, personal facts kept",
+        description="Ask each project question in its project and each personal question in a project where it was "
+        "not said, with no scope, a hard filter, and the project scope at several retrieval.project_elsewhere values.",
+    )
+    c.add_argument("--workdir", type=Path, help="keep the store here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=cmd_bench_projects)
+
+
+def cmd_bench_projects(args: argparse.Namespace, settings: Settings) -> int:
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-projects-"))
+    work.mkdir(parents=True, exist_ok=True)
+    r = projects.run(work)
+    first = r["rows"][0]
+    print(
+        f"{first['project_questions']} project questions, {first['personal_questions']} personal questions (asked elsewhere)"
+    )
+    print(
+        "| variant | budget | own project's answer found | another project's answer in the context | personal fact found |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for row in r["rows"]:
+        print(f"| {row['variant']} | {row['budget']} | {row['own']}% | {row['leak']}% | {row['personal']}% |")
+    if args.json:
+        print(json.dumps(r))
+    return 0

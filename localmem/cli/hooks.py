@@ -1,0 +1,94 @@
+"""``localmem hooks install | uninstall | status``: localmem's entries in a coding agent's
+settings (``localmem.hooks.install``), and what the hooks did (``localmem.hooks.status``).
+The entries run ``python -m localmem.hooks``, not this command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from localmem.cli.common import Subparsers, print_json
+from localmem.config import Settings
+from localmem.hooks import install, status
+from localmem.hooks.events import CLIENTS
+
+
+def add_hooks(sub: Subparsers) -> None:
+    c = sub.add_parser(
+        "hooks",
+        help="install localmem's hooks into Claude Code, Codex CLI or Gemini CLI; or remove them; or show them",
+        description="Hooks make an agent's sessions memory by themselves: a session starts with what the project "
+        "decided and left open, a prompt gets the memory that bears on it (only above a relevance bar), and each "
+        "turn is stored when the agent stops. A hook never breaks the agent; `localmem doctor` shows what failed.",
+    )
+    hsub = c.add_subparsers(title="actions", metavar="ACTION")
+    for name, helptext in (
+        ("install", "merge the hook entries into the client's settings file (a backup first)"),
+        ("uninstall", "take localmem's hook entries out of the client's settings file (a backup first)"),
+        ("status", "which hooks are installed, and what they did (runs, replies, failures, the last error)"),
+    ):
+        a = hsub.add_parser(name, help=helptext, description=helptext)
+        a.add_argument(
+            "--client",
+            choices=CLIENTS,
+            required=name != "status",
+            help="the agent" + (" (default: all three)" if name == "status" else ""),
+        )
+        a.add_argument("--path", type=Path, help="the settings file (default: the client's own)")
+        a.add_argument("--json", action="store_true", help="print JSON")
+        a.set_defaults(func={"install": cmd_install, "uninstall": cmd_uninstall, "status": cmd_status}[name])
+
+
+def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
+    target, backup = install.install(Path(settings.db), args.client, args.path)
+    made = status.create(settings.db) if Path(settings.db).parent.is_dir() else None
+    found = install.inspect(args.client, target)
+    if args.json:
+        print_json({**found.to_dict(), "backup": str(backup) if backup else None, "status_file": str(made)})
+        return 0
+    print(f"installed localmem's hooks into {target}" + (f" (backup: {backup})" if backup else ""))
+    for event, cmd in found.events.items():
+        print(f"  {event:<14} {cmd}")
+    for p in found.problems:
+        print(f"  note: {p}", file=sys.stderr)
+    print("restart the agent to load them; `localmem hooks status` shows what they do", file=sys.stderr)
+    return 0
+
+
+def cmd_uninstall(args: argparse.Namespace, settings: Settings) -> int:
+    target, backup, removed = install.uninstall(args.client, args.path)
+    if args.json:
+        print_json(
+            {"client": args.client, "path": str(target), "removed": removed, "backup": str(backup) if backup else None}
+        )
+        return 0
+    if not removed:
+        print(f"no localmem hooks in {target}")
+    else:
+        print(f"removed {removed} localmem hook entries from {target} (backup: {backup})")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    clients = [args.client] if args.client else list(CLIENTS)
+    found = [install.inspect(c, args.path if args.client else None) for c in clients]
+    ran = status.read(settings.db)
+    if args.json:
+        print_json(
+            {"clients": [f.to_dict() for f in found], "status": ran, "status_file": str(status.path_for(settings.db))}
+        )
+        return 0
+    for f in found:
+        where = "installed" if f.events else "not installed"
+        print(f"{f.client:<12} {where} ({f.path})" + (": " + ", ".join(f.events) if f.events else ""))
+        for p in f.problems:
+            print(f"  problem: {p}")
+    print(f"runs          {status.summary(ran)}")
+    last = ran.get("last_error")
+    if last:
+        print(
+            f"last error    {last.get('at')} {last.get('client')} {last.get('event')}: {last.get('kind')}: {last.get('message', '')}"
+        )
+    return 0

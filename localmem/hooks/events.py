@@ -1,0 +1,114 @@
+"""The clients' hook payloads and replies, read and written in one shape.
+
+Each client runs a hook command with one JSON object on stdin. Fields read (all three
+clients name them alike): ``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name``; ``prompt`` (a prompt hook); ``source`` / ``trigger`` (why a session
+started or compaction ran). Each event localmem acts on, by client:
+
+=============  ==================  ==================  ===============
+localmem       claude-code         codex               gemini
+=============  ==================  ==================  ===============
+session-start  SessionStart        SessionStart        SessionStart
+prompt         UserPromptSubmit    UserPromptSubmit    BeforeAgent
+stop           Stop                Stop                AfterAgent
+pre-compact    PreCompact          PreCompact          PreCompress
+session-end    SessionEnd          (none)              SessionEnd
+=============  ==================  ==================  ===============
+
+The reply that injects context is the same JSON for the three:
+``{"hookSpecificOutput": {"hookEventName": <the client's event>, "additionalContext": …}}``
+(Claude Code wraps it in a system reminder; Codex adds it as a developer message; Gemini
+appends it in ``<hook_context>``). Only session-start and prompt reply; the others print
+nothing.
+
+Standard library only: the hook process imports this before anything heavy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+CLIENTS = ("claude-code", "codex", "gemini")
+EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
+CLIENT_EVENTS: dict[str, dict[str, str]] = {
+    "claude-code": {
+        "session-start": "SessionStart",
+        "prompt": "UserPromptSubmit",
+        "stop": "Stop",
+        "pre-compact": "PreCompact",
+        "session-end": "SessionEnd",
+    },
+    "codex": {
+        "session-start": "SessionStart",
+        "prompt": "UserPromptSubmit",
+        "stop": "Stop",
+        "pre-compact": "PreCompact",
+    },
+    "gemini": {
+        "session-start": "SessionStart",
+        "prompt": "BeforeAgent",
+        "stop": "AfterAgent",
+        "pre-compact": "PreCompress",
+        "session-end": "SessionEnd",
+    },
+}
+# The ingest format of each client's transcript (localmem.ingest).
+FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
+MAX_PAYLOAD = 1 << 20  # bytes of stdin read: a prompt and a few fields
+
+
+class PayloadError(ValueError):
+    """The hook's stdin is not a payload localmem can act on (counted as ``bad payload``)."""
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    client: str
+    event: str  # one of EVENTS
+    session_id: str = ""
+    transcript_path: str = ""
+    cwd: str = ""
+    prompt: str = ""
+    source: str = ""  # startup / resume / clear / compact (session start), auto / manual (compaction)
+
+
+def parse(client: str, event: str, raw: bytes) -> HookEvent:
+    """The event in ``raw`` (a client's stdin), or ``PayloadError``."""
+    if client not in CLIENTS:
+        raise PayloadError(f"unknown client {client!r}")
+    if event not in EVENTS:
+        raise PayloadError(f"unknown event {event!r}")
+    if len(raw) > MAX_PAYLOAD:
+        raise PayloadError(f"payload over {MAX_PAYLOAD} bytes")
+    try:
+        obj = json.loads(raw.decode("utf-8") or "{}")
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PayloadError(f"not JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise PayloadError("not a JSON object")
+
+    def text(key: str) -> str:
+        v = obj.get(key)
+        return v if isinstance(v, str) else ""
+
+    return HookEvent(
+        client,
+        event,
+        session_id=text("session_id"),
+        transcript_path=text("transcript_path"),
+        cwd=text("cwd"),
+        prompt=text("prompt"),
+        source=text("source") or text("trigger"),
+    )
+
+
+def reply(client: str, event: str, context: str) -> str:
+    """The JSON line that gives ``context`` to the agent (module docstring)."""
+    name = CLIENT_EVENTS[client][event]
+    return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}})
+
+
+def as_dict(e: HookEvent) -> dict[str, Any]:
+    return {"client": e.client, "event": e.event, "session_id": e.session_id, "cwd": e.cwd}

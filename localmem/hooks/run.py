@@ -1,0 +1,150 @@
+"""One hook run: the event read from stdin, its work done within a deadline, the reply
+(or nothing) for the agent, the outcome counted in ``hooks.status``.
+
+Work by event: session-start and prompt recall (``hooks.recall``) under the project of
+the payload's ``cwd`` (``retrieval.scope``), record the head lines they inject (the
+store's ``injected`` table, best effort: a store too busy to take them does not hold the
+agent up) and reply; stop, pre-compact and session-end ingest the transcript the payload
+names, read to its end from where the last read stopped (``ingest.runner``; the same
+resume point ``capture`` and ``watch`` use, so nothing is stored twice whoever reads it).
+
+Invariants (``localmem.hooks``): the process exits 0 whatever happens; it prints a reply
+only on success, nothing else ever reaches stdout; the work runs in a thread the process
+stops waiting for at the deadline (the outcome is then ``timeout``; a write in flight is
+rolled back by SQLite when the process exits, and an ingest resumes next time); the
+store's busy timeout is set below the deadline, so a lock held elsewhere becomes a named
+``store locked`` failure, not a hang. Recall never creates a store; the first ingest does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from localmem.config import Settings
+from localmem.errors import LocalmemError, StoreFull, StoreLocked, StoreReadOnly
+from localmem.hooks import events, recall, status
+from localmem.hooks.events import HookEvent
+from localmem.ingest import runner
+from localmem.memory import open_store
+from localmem.retrieval.scope import project_scope
+from localmem.storage.engine import keys
+from localmem.storage.engine.retry import BUSY_TIMEOUT_ENV
+from localmem.storage.write import injections
+from localmem.util import injected
+
+RECALL = ("session-start", "prompt")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reply: str | None  # the JSON line to print, or None
+    outcome: str  # replied / quiet / failed
+    kind: str | None = None
+    message: str = ""
+    detail: dict[str, object] | None = None
+
+
+def deadline(settings: Settings, event: str) -> float:
+    h = settings.hooks
+    return {"session-start": h.session_deadline, "prompt": h.prompt_deadline}.get(event, h.ingest_deadline)
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """The failure kind of an exception (``status.KINDS``) and its message."""
+    if isinstance(exc, keys.StoreLocked):
+        return "key missing", str(exc)
+    if isinstance(exc, StoreLocked | apsw.BusyError | apsw.LockedError):
+        return "store locked", str(exc)
+    if isinstance(exc, StoreFull) or (isinstance(exc, OSError) and exc.errno == 28):
+        return "disk full", str(exc)
+    if isinstance(exc, StoreReadOnly):
+        return "read-only", str(exc)
+    if isinstance(exc, events.PayloadError):
+        return "bad payload", str(exc)
+    return "error", f"{type(exc).__name__}: {exc}"
+
+
+def work(settings: Settings, ev: HookEvent, until: float | None = None) -> Outcome:
+    """The event's work (module docstring); raises on failure. ``until``: the deadline
+    (a ``time.perf_counter()`` reading); a lock held elsewhere is waited for at most
+    about half of the time left to it, so it fails as ``store locked``, not ``timeout``."""
+    if until is not None:
+        left_ms = (until - time.perf_counter()) * 1000
+        os.environ[BUSY_TIMEOUT_ENV] = str(max(100, int(left_ms * 0.5)))
+    if ev.event in RECALL:
+        if not Path(settings.db).exists():
+            return Outcome(None, "quiet", detail={"why": "no store yet"})
+        return _recall(settings, ev)
+    return _ingest(settings, ev)
+
+
+def _recall(settings: Settings, ev: HookEvent) -> Outcome:
+    if ev.event == "prompt" and (not ev.prompt.strip() or ev.prompt.lstrip().startswith("/")):
+        return Outcome(None, "quiet", detail={"why": "no prompt to recall for"})
+    project = project_scope(ev.cwd or os.getcwd())
+    with open_store(settings) as store:
+        if ev.event == "session-start":
+            got = recall.session_start(store, settings, project, ev.session_id)
+        else:
+            got = recall.prompt(store, settings, project, ev.session_id, ev.prompt)
+        detail: dict[str, object] = {"turns": len(got.turn_ids)}
+        if got.best_cosine is not None:
+            detail["best_cosine"] = round(got.best_cosine, 3)
+        if not got.text:
+            return Outcome(None, "quiet", detail=detail)
+        try:  # best effort: the reply matters more than the record of it
+            injections.record(store.conn, injected.head_lines(got.text))
+        except (LocalmemError, apsw.Error) as exc:
+            detail["not_recorded"] = classify(exc)[0]
+    return Outcome(events.reply(ev.client, ev.event, got.text), "replied", detail=detail)
+
+
+def _ingest(settings: Settings, ev: HookEvent) -> Outcome:
+    path = Path(ev.transcript_path).expanduser() if ev.transcript_path else None
+    if path is None or not path.is_file():
+        return Outcome(None, "quiet", detail={"why": "no transcript"})
+    with open_store(settings) as store:
+        report = runner.ingest_file(store, path, events.FORMATS[ev.client], skip_bad=True)
+    return Outcome(None, "quiet", detail={"new": report.new, "already_present": report.already_present})
+
+
+def run(
+    settings: Settings,
+    client: str,
+    event: str,
+    raw: bytes,
+    *,
+    write: Callable[[str], None],
+    started: float | None = None,
+) -> Outcome:
+    """Do the hook's work within its deadline, give ``write`` the reply (if any), record the
+    outcome (its time counted from ``started``, a ``time.perf_counter()`` reading: the
+    process's start). Never raises."""
+    t0 = time.perf_counter() if started is None else started
+    limit = deadline(settings, event)
+    box: dict[str, Outcome] = {}
+
+    def target() -> None:
+        try:
+            ev = events.parse(client, event, raw)
+            box["out"] = work(settings, ev, t0 + limit)
+        except BaseException as exc:  # every failure is counted and named, none reaches the agent
+            kind, message = classify(exc)
+            box["out"] = Outcome(None, "failed", kind, message)
+
+    worker = threading.Thread(target=target, name="localmem-hook", daemon=True)
+    worker.start()
+    worker.join(max(0.1, limit - (time.perf_counter() - t0)))  # the deadline counts from the process's start
+    out = box.get("out") or Outcome(None, "failed", "timeout", f"{event} took longer than {limit:g} s; gave up")
+    if out.reply is not None:
+        write(out.reply)
+    ms = (time.perf_counter() - t0) * 1000
+    status.record(settings.db, client, event, out.outcome, ms=ms, kind=out.kind, message=out.message, detail=out.detail)
+    return out

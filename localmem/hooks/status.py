@@ -1,0 +1,142 @@
+"""The hooks' outcomes, kept beside the store (``<db>-hooks.json``) for ``doctor`` and
+``stats``: runs, replies, quiet runs and failures per event, failures by kind, and the
+last error (when, which client and event, its kind and message).
+
+A hook records its outcome even when the store cannot be written: the file is its own,
+outside SQLite. It is kept at a fixed size (``SIZE`` bytes, JSON padded with spaces) and
+rewritten in place, so recording a failure needs no new disk block and still works on a
+full disk once the file exists (``hooks install`` makes it). Hooks running at once take
+turns on it (``flock``). Recording never raises: a status that cannot be written is lost,
+the agent is not disturbed. Messages hold error text and paths, never a prompt or a
+transcript's words.
+
+Failure kinds: ``store locked`` (another process held the write lock too long), ``disk
+full``, ``key missing`` (an encrypted store and no key, or a wrong one), ``timeout`` (the
+hook's deadline), ``read-only``, ``bad payload``, ``error`` (anything else, with its type).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; concurrent hooks may then lose a count
+    fcntl = None  # type: ignore[assignment]
+
+SIZE = 8192
+MAX_MESSAGE = 300
+KINDS = ("store locked", "disk full", "key missing", "timeout", "read-only", "bad payload", "error")
+
+
+def path_for(db: str | os.PathLike[str]) -> Path:
+    p = Path(db)
+    return p.with_name(p.name + "-hooks.json")
+
+
+def empty() -> dict[str, Any]:
+    return {"events": {}, "failures": {}, "last_error": None, "last_run": None}
+
+
+def read(db: str | os.PathLike[str]) -> dict[str, Any]:
+    """The recorded outcomes (empty when nothing was recorded or the file is unreadable)."""
+    try:
+        text = path_for(db).read_text("utf-8").strip()
+        data = json.loads(text) if text else empty()
+    except (OSError, ValueError):
+        return empty()
+    return data if isinstance(data, dict) else empty()
+
+
+def create(db: str | os.PathLike[str]) -> Path:
+    """Make the file at its full size (so later records need no new space); keeps it if it exists."""
+    p = path_for(db)
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("xb") as fh:
+            fh.write(_padded(empty()))
+    return p
+
+
+def record(
+    db: str | os.PathLike[str],
+    client: str,
+    event: str,
+    outcome: str,
+    *,
+    ms: float,
+    kind: str | None = None,
+    message: str = "",
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Count one run of ``event``: ``outcome`` is ``replied``, ``quiet`` (nothing to say, or
+    nothing new) or ``failed`` (with ``kind`` and ``message``)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S")
+    with contextlib.suppress(OSError, ValueError):
+        p = path_for(db)
+        if not p.exists():
+            create(db)
+        with p.open("r+b") as fh:
+            if fcntl is not None:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            raw = fh.read().decode("utf-8", errors="replace").strip()
+            try:
+                data = json.loads(raw) if raw else empty()
+            except ValueError:
+                data = empty()
+            ev = data.setdefault("events", {}).setdefault(event, {})
+            ev["runs"] = ev.get("runs", 0) + 1
+            ev[outcome] = ev.get(outcome, 0) + 1
+            ev["last_ms"] = round(ms, 1)
+            run = {
+                "at": now,
+                "client": client,
+                "event": event,
+                "outcome": outcome,
+                "ms": round(ms, 1),
+                **(detail or {}),
+            }
+            data["last_run"] = run
+            if outcome == "failed":
+                k = kind or "error"
+                data.setdefault("failures", {})[k] = data.get("failures", {}).get(k, 0) + 1
+                data["last_error"] = {**run, "kind": k, "message": message[:MAX_MESSAGE]}
+            fh.seek(0)
+            fh.write(_padded(data))
+            fh.flush()
+
+
+def _padded(data: dict[str, Any]) -> bytes:
+    body = json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    if len(body) > SIZE - 1:  # never grows: drop the details first
+        data = {**data, "last_run": None}
+        if data.get("last_error"):
+            data["last_error"] = {k: v for k, v in data["last_error"].items() if k in ("at", "kind", "event")}
+        body = json.dumps(data, sort_keys=True).encode("utf-8")
+        if len(body) > SIZE - 1:  # cannot happen with the fields above; never write broken JSON
+            body = json.dumps(empty()).encode("utf-8")
+    return body + b" " * (SIZE - 1 - len(body)) + b"\n"
+
+
+def summary(data: dict[str, Any]) -> str:
+    """One line for ``doctor`` / ``stats``."""
+    events = data.get("events") or {}
+    if not events:
+        return "no hook has run yet"
+    parts = []
+    for name, ev in sorted(events.items()):
+        bits = [f"{ev.get('runs', 0)} runs"]
+        bits += [f"{ev[k]} {k}" for k in ("replied", "quiet", "failed") if ev.get(k)]
+        parts.append(f"{name} " + ", ".join(bits))
+    text = "; ".join(parts)
+    failures = data.get("failures") or {}
+    if failures:
+        text += "; failures: " + ", ".join(f"{n} {k}" for k, n in sorted(failures.items()))
+    return text

@@ -1,0 +1,228 @@
+"""Coding agents' session logs where the agents keep them: the default folders, the files
+in them, and a backfill of everything not stored yet (``localmem capture``; ``localmem
+watch`` with no folder follows the same folders).
+
+=============  ==========================================  ===================================
+client         folder (first that applies)                 files
+=============  ==========================================  ===================================
+claude-code    ``$CLAUDE_CONFIG_DIR/projects``,             ``<encoded cwd>/<session>.jsonl`` and
+               ``~/.claude/projects``                       ``<session>/subagents/*.jsonl``
+codex          ``$CODEX_HOME/sessions``, ``~/.codex/sessions``  ``YYYY/MM/DD/rollout-*.jsonl``
+gemini         ``~/.gemini/tmp``                            ``<project>/chats/session-*.json(l)``
+=============  ==========================================  ===================================
+
+Invariants:
+- resumable and idempotent: each file goes through ``runner.ingest_file`` (its resume point
+  in ``ingest_files``), and a file whose stored state says it was read to its end at its
+  present size and time is not opened at all; a second backfill stores nothing new;
+- a log written in the last ``RECENT`` seconds is read with ``hold`` (a step the agent is
+  still in is left for the next read: ``ingest._agent``); an older one is read to its end;
+- one bad file never stops a backfill: it is reported (file and reason) and the next is
+  read; a store that cannot be written stops it (``StoreError`` propagates).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localmem.errors import InputError, LocalmemError, StoreError
+from localmem.ingest import runner, state
+from localmem.storage.write.store import Store
+
+CLIENTS = ("claude-code", "codex", "gemini")
+RECENT = 120.0  # seconds: a log changed this recently may be mid-step (read with hold)
+
+
+@dataclass(frozen=True)
+class Location:
+    """One agent's folder of session logs and how to read them."""
+
+    client: str
+    root: Path
+    format: str  # the ingest format of its files
+
+    def accepts(self, path: Path) -> bool:
+        """Whether ``path`` (inside ``root``) is one of this agent's session logs."""
+        try:
+            rel = path.relative_to(self.root)
+        except ValueError:
+            return False
+        if any(part.startswith(".") for part in rel.parts):
+            return False
+        name = path.name
+        if self.client == "claude-code":
+            return name.endswith(".jsonl")
+        if self.client == "codex":
+            return name.startswith("rollout-") and name.endswith(".jsonl")
+        return name.startswith("session-") and name.endswith((".json", ".jsonl")) and "chats" in rel.parts
+
+    def files(self) -> list[Path]:
+        """Its session logs, oldest first (by modification time, then name)."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for path in self.root.rglob("*"):
+            try:
+                if path.is_file() and self.accepts(path):
+                    found.append((path.stat().st_mtime_ns, str(path), path))
+            except OSError:
+                continue  # gone meanwhile
+        return [p for *_, p in sorted(found)]
+
+
+def default_root(client: str, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """Where ``client`` keeps its session logs (module docstring)."""
+    env = os.environ if env is None else env
+    home = home or Path.home()
+    if client == "claude-code":
+        base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+        return base / "projects"
+    if client == "codex":
+        base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+        return base / "sessions"
+    if client == "gemini":
+        return home / ".gemini" / "tmp"
+    raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
+
+
+def locations(
+    only: Iterable[str] = (), folders: Mapping[str, Path] | None = None, env: Mapping[str, str] | None = None
+) -> list[Location]:
+    """The locations to read: every client (or ``only`` these), each at its default folder
+    unless ``folders`` names another."""
+    chosen = list(only) or list(CLIENTS)
+    folders = folders or {}
+    for name in [*chosen, *folders]:
+        if name not in CLIENTS:
+            raise InputError(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
+    fmt = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
+    return [
+        Location(c, Path(folders[c]).expanduser() if c in folders else default_root(c, env), fmt[c]) for c in chosen
+    ]
+
+
+def unchanged(store: Store, path: Path) -> bool:
+    """Whether ``path`` was read to its very end (nothing held back) at its present size
+    and modification time: then it has nothing new and is not opened."""
+    try:
+        st = path.stat()
+    except OSError:
+        return True  # gone: nothing to read
+    return any(
+        r.complete and (r.stat.size, r.stat.mtime_ns) == (st.st_size, st.st_mtime_ns) and r.cursor.offset == st.st_size
+        for r in state.for_path(store.conn, path)
+    )
+
+
+@dataclass
+class CaptureReport:
+    """What a backfill did, in all and by client."""
+
+    locations: list[dict[str, Any]] = field(default_factory=list)
+    files: int = 0
+    unchanged: int = 0
+    read: int = 0
+    sessions: int = 0
+    new: int = 0
+    already_present: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    by_client: dict[str, Counter[str]] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    stopped: bool = False
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "locations": self.locations,
+            "files": self.files,
+            "unchanged": self.unchanged,
+            "read": self.read,
+            "sessions": self.sessions,
+            "new": self.new,
+            "already_present": self.already_present,
+            "skipped": dict(self.skipped),
+            "by_client": {c: dict(n) for c, n in self.by_client.items()},
+            "errors": self.errors,
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 2),
+        }
+
+    def line(self) -> str:
+        text = (
+            f"captured {self.files} logs ({self.read} read, {self.unchanged} unchanged): {self.sessions} sessions, "
+            f"{self.new} new turns, {self.already_present} already present"
+        )
+        if self.errors:
+            text += f", {len(self.errors)} files skipped (see --json)"
+        if self.stopped:
+            text += " (stopped early; run it again to continue)"
+        return text + f", in {self.seconds:.1f} s"
+
+
+def every_log(locs: Iterable[Location]) -> Iterator[tuple[Location, Path]]:
+    """Every log of ``locs``, by location, oldest first."""
+    for loc in locs:
+        for path in loc.files():
+            yield loc, path
+
+
+def backfill(
+    store: Store,
+    locs: list[Location],
+    *,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    now: Callable[[], float] = time.time,
+) -> CaptureReport:
+    """Store what the logs in ``locs`` hold and the store lacks (module docstring).
+    ``on_total`` is told the bytes to read once they are known, ``progress`` the bytes of
+    each file when it is done."""
+    t0 = time.perf_counter()
+    report = CaptureReport(locations=[{"client": loc.client, "folder": str(loc.root)} for loc in locs])
+    todo: list[tuple[Location, Path, int]] = []
+    for loc, path in every_log(locs):
+        report.files += 1
+        if unchanged(store, path):
+            report.unchanged += 1
+            continue
+        try:
+            todo.append((loc, path, path.stat().st_size))
+        except OSError:
+            report.unchanged += 1
+    if on_total is not None:
+        on_total(sum(size for *_, size in todo))
+    for loc, path, size in todo:
+        if should_stop is not None and should_stop():
+            report.stopped = True
+            break
+        counts = report.by_client.setdefault(loc.client, Counter())
+        try:
+            recent = now() - path.stat().st_mtime < RECENT
+            got = runner.ingest_file(store, path, loc.format, skip_bad=True, hold=recent, should_stop=should_stop)
+        except StoreError:
+            raise
+        except (LocalmemError, OSError) as exc:
+            report.errors.append({"file": str(path), "client": loc.client, "error": str(exc)})
+            counts["errors"] += 1
+        else:
+            report.read += 1
+            report.sessions += got.sessions
+            report.new += got.new
+            report.already_present += got.already_present
+            report.skipped.update(got.skipped)
+            report.errors.extend({"file": str(path), "client": loc.client, **e} for e in got.errors)
+            counts.update(files=1, new=got.new, already_present=got.already_present)
+            if got.stopped:
+                report.stopped = True
+                break
+        if progress is not None:
+            progress(size)
+    report.seconds = time.perf_counter() - t0
+    return report
