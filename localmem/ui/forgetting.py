@@ -142,4 +142,10 @@ def redact(
         r = redact_span(store, turn_id, start, end, expect_hash=expect_hash, expect_text=expect_text)
     except Conflict as exc:
         raise Changed(str(exc)) from exc
-    return {"turn_id": r.new_id, "old_turn_id": r.old_id, "session_id": r.session_id, "text": r.text}
+    return {
+        "turn_id": r.new_id,
+        "old_turn_id": r.old_id,
+        "session_id": r.session_id,
+        "text": r.text,
+        "forgotten": r.new_id is None,
+    }

@@ -298,7 +298,7 @@ FACT_WRITES = re.compile(
 # synthetic stores, built in bulk without a journal (never user data).
 ALLOWED = {
     ("localmem/storage/layers/topics.py", "UPDATE topics SET themed = 1"),
-    ("localmem/storage/write/redact.py", "UPDATE turns SET ord = -1 - ord WHERE id = ?"),
+    ("localmem/storage/write/rewrite.py", "UPDATE turns SET ord = -1 - ord WHERE id = ?"),
     ("localmem/bench/latency.py", "'antecedent', 0.8, 'synthetic'"),
 }
 UNJOURNALED = re.compile(r"synthetic")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from localmem.config import Settings
+from localmem.config import IngestParams, Settings
 from localmem.errors import InputError, NotFound
 from localmem.records import SessionIn, TurnIn
+from localmem.storage.write import redaction
 from localmem.storage.write.redact import MANUAL, Conflict, redact_span
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
@@ -134,3 +135,20 @@ def test_refusals_change_nothing(tmp_path: Path) -> None:
             redact_span(s, ids[1], 0, 3, expect_text="Thx")
         assert _rows(s, "SELECT id, hash, text FROM turns ORDER BY id") == before
         assert _rows(s, "SELECT count(*) FROM forgotten") == [(0,)]
+
+
+def test_redact_scan_rewrites_through_the_same_path_and_keeps_a_one_turn_session(tmp_path: Path) -> None:
+    """``localmem redact --scan`` rewrites with ``rewrite_turns`` too: a secret stored by an
+    older version (the guard off) in a session's only turn leaves the session in place."""
+    path = tmp_path / "old.db"
+    settings = Settings(db=path, ingest=IngestParams(redact=False))
+    key = "sk-ant-api03-" + "Q" * 90
+    with Store(path, embedder=HashEmbedder(), settings=settings) as s:
+        (tid,) = s.write(_session((f"my key is {key} ok",), key="solo")).turn_ids
+        sessions = _rows(s, "SELECT id, key FROM sessions")
+        found = redaction.scan(s.conn)
+        assert found.turns == [tid]
+        done = redaction.apply(s, found)
+        assert (done.turns_rewritten, done.turns_forgotten) == (1, 0)
+        assert _rows(s, "SELECT id, key FROM sessions") == sessions
+        assert _rows(s, "SELECT text FROM turns") == [("my key is [secret: anthropic-key] ok",)]

@@ -155,6 +155,11 @@ async function redactSelection(t) {
   if (!ok) { toast("Kept: nothing was redacted."); return; }
   try {
     const r = await post("/api/redact", { turn_id: t.turn_id, start: span.start, end: span.end, hash: t.hash, text: span.text });
+    if (r.forgotten) {  // its redacted text was another turn's already: the original was forgotten
+      toast("The redacted text was stored already as another turn; this one was forgotten.");
+      location.hash = `#/session/${r.session_id}`;
+      return;
+    }
     toast(`Redacted: the turn is now #${r.turn_id}.`);
     location.hash = `#/turn/${r.turn_id}`;
   } catch (err) { toast(`Not redacted: ${err.message}`); }
