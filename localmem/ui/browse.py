@@ -47,6 +47,8 @@ def facets(store: Store) -> dict[str, Any]:
         "sources": [{"value": v, "sessions": n} for v, n in f.sources],
         "speakers": [{"value": v, "turns": n} for v, n in f.speakers],
         "roles": [{"value": v, "turns": n} for v, n in f.roles],
+        "clients": [{"value": v, "sessions": n} for v, n in f.clients],
+        "projects": [{"value": v, "sessions": n} for v, n in f.projects],
     }
 
 
@@ -190,6 +192,8 @@ def session(store: Store, session_id: int, turn: int | None = None, offset: int 
         "source": head.source,
         "title": head.title,
         "started_at": head.started_at,
+        "client": head.client,
+        "project": {"cwd": head.cwd, "repository": head.repository, "branch": head.branch} if head.cwd else None,
         "total": got.total,
         "offset": offset,
         "next": nxt if nxt < got.total else None,

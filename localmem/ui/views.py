@@ -44,6 +44,7 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
     spans = views.cue_spans(store.conn, turn_id)
     sid, key, source, ord_, speaker, role, ts, text, source_id = views.turn_meta(store.conn, turn_id)
     turn_hash = views.turn_hash(store.conn, turn_id)
+    head = views.session_head(store.conn, sid)
     enr = views.turn_enrichment(store.conn, turn_id)
     edges: list[dict[str, Any]] = [
         {"direction": d, "turn_id": other, "kind": kind, "weight": weight, "reason": reason}
@@ -90,6 +91,10 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
         "enriched_by": enr.model if enr else None,
         "edges": edges,
         "hash": turn_hash,
+        "client": head.client if head else "",
+        "project": {"cwd": head.cwd, "repository": head.repository, "branch": head.branch}
+        if head and head.cwd
+        else None,
         "tool_lines": [m.group(0) for m in TOOL_LINE.finditer(text)] if role == "assistant" else [],
         "recalls": injected.of_turn(store, turn_id),
     }

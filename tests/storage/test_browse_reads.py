@@ -11,7 +11,7 @@ import pytest
 
 from localmem.config import Settings
 from localmem.errors import InputError
-from localmem.records import SessionIn, TurnIn
+from localmem.records import Project, SessionIn, TurnIn
 from localmem.storage.reads import browse, selection
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
@@ -126,3 +126,28 @@ def test_preview_counts_what_the_forget_removes(filled: Store) -> None:
     assert before["edges"] - after["edges"] == sum(p.edges.values())
     assert sorted(str(r[0]) for r in c.execute("SELECT hash FROM forgotten")) == p.hashes
     assert selection.existing(c, ids) == []
+
+
+def test_client_and_project_filters(filled: Store) -> None:
+    shop = Project(cwd="/home/me/code/shop", branch="main")
+    for key, client, project in (
+        ("agent-1", "claude-code", shop),
+        ("agent-2", "codex", Project(cwd="/home/me/code/shop/api")),
+        ("agent-3", "claude-code", Project(cwd="/home/me/code/shopfront")),
+    ):
+        filled.write(
+            SessionIn(
+                key=key,
+                source="claude-code",
+                client=client,
+                project=project,
+                turns=(TurnIn(f"{key} ran", "assistant", "assistant"),),
+            )
+        )
+    c = filled.conn
+    shop_sessions = browse.sessions(c, browse.clean({"project": "/home/me/code/shop"}), 10, 0)
+    assert sorted(r.key for r in shop_sessions.items) == ["agent-1", "agent-2"]  # the folder and below, not a sibling
+    assert browse.turns(c, browse.clean({"client": "claude-code"}), 10, 0).total == 2
+    f = browse.facets(c)
+    assert f.clients == [("claude-code", 2), ("codex", 1)]
+    assert {p for p, _ in f.projects} == {"/home/me/code/shop", "/home/me/code/shop/api", "/home/me/code/shopfront"}

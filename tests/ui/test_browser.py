@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from localmem.config import Settings
-from localmem.records import TurnIn
+from localmem.records import Project, SessionIn, TurnIn
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
@@ -304,3 +304,42 @@ def test_hostile_text_is_only_ever_text(browser: Any, life: Server) -> None:
         assert not main.find_elements("css selector", "img, script, svg:not(.graph)"), page
         assert "<img src=x" in main.text or "<script>" in main.text or "mcp:<b>x</b>" in main.text, page
         assert browser.execute_script("return window.__pwned === undefined"), page
+
+
+def test_agent_sessions_filter_by_project_and_show_it(browser: Any, tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    settings = Settings(db=path)
+    with Store(path, embedder=HashEmbedder(), settings=settings) as s:
+        for key, client, cwd, text in (
+            ("cc-1", "claude-code", "/home/me/code/shop", "I'll run the tests.\nran: pytest -q\nedited: src/cart.py"),
+            ("cx-1", "codex", "/home/me/code/blog", "Fixed the feed.\nran: make feed"),
+        ):
+            s.write(
+                SessionIn(
+                    key=key,
+                    source=client,
+                    client=client,
+                    project=Project(cwd=cwd, branch="main"),
+                    started_at="2024-06-01T10:00:00",
+                    turns=(TurnIn("fix it please", "user"), TurnIn(text, "assistant", "assistant")),
+                )
+            )
+        s.write([TurnIn("a chat about tests", "Ana", timestamp="2024-06-02T10:00:00")], "chat", source="chatgpt")
+        agent_turn = int(s.conn.one("SELECT id FROM turns WHERE text LIKE 'I''ll run%'")[0])
+    srv = Server(settings)
+    try:
+        login(browser, srv)
+        browser.get(f"{srv.base}/#/find")
+        projects = [o.get_attribute("value") for o in css(browser, "#f-project option")][1:]
+        assert projects == ["/home/me/code/blog", "/home/me/code/shop"]
+        browser.find_element("css selector", "#f-project option[value='/home/me/code/shop']").click()
+        browser.find_element("css selector", "#find-go").click()
+        until(browser, lambda d: "2 turns match the filters" in d.find_element("css selector", "#find-summary").text)
+        assert {r.get_attribute("data-turn") for r in css(browser, "#results .result")} >= {str(agent_turn)}
+        browser.get(f"{srv.base}/#/turn/{agent_turn}")
+        project = wait_for(browser, "#turn-project")
+        assert "claude-code in /home/me/code/shop" in project.text and "branch main" in project.text
+        assert [li.text for li in css(browser, "#tool-lines li")] == ["ran: pytest -q", "edited: src/cart.py"]
+        assert console_errors(browser) == []
+    finally:
+        srv.stop()

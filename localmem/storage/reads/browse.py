@@ -2,9 +2,11 @@
 turns a filter lets through, the values each filter can take, and a window of a session.
 
 A filter is a mapping of names in ``FILTERS`` to one value each (a date range, a source or
-its family, a speaker, a role); each name is one line of SQL on ``turns t JOIN sessions s``,
-so a new filter (a session's project) is one line there. A session passes a filter when one
-of its turns does.
+its family, a speaker, a role, the agent that wrote it, the project folder it ran in); each
+name is one line of SQL on ``turns t JOIN sessions s``, so a new filter is one line there. A
+session passes a filter when one of its turns does. (``project`` is a plain filter: the
+sessions run in that folder or below. ``reconstruct``'s project scope, which also lets a
+person's statements about themselves from elsewhere through, is ``retrieval.scope``.)
 
 Invariants:
 - read-only, on the connection given, inside the caller's snapshot;
@@ -34,6 +36,8 @@ FILTERS: dict[str, str] = {
     "source": "(s.source = :source OR s.source LIKE :source || ':%')",  # a source, or its family (`locomo`)
     "speaker": "t.speaker = :speaker",
     "role": "t.role = :role",
+    "client": "s.client = :client",  # the agent that wrote the session (claude-code, codex, gemini-cli)
+    "project": "(s.cwd = :project OR substr(s.cwd, 1, length(:project) + 1) = :project || '/')",  # run in it
 }
 START = "coalesce(s.started_at, (SELECT min(x.ts) FROM turns x WHERE x.session_id = s.id))"
 UNDATED = "undated"
@@ -73,6 +77,8 @@ class Facets(NamedTuple):
     sources: list[tuple[str, int]]  # families and sources, with sessions
     speakers: list[tuple[str, int]]  # with turns, most first
     roles: list[tuple[str, int]]
+    clients: list[tuple[str, int]]  # with sessions, most first ('' left out)
+    projects: list[tuple[str, int]]  # working folders, with sessions, most first
 
 
 def clean(flt: Mapping[str, str | None]) -> dict[str, str]:
@@ -197,7 +203,23 @@ def facets(conn: Conn, limit: int = 100) -> Facets:
             families[family] += n
     fams = sorted(families.items(), key=lambda x: (-x[1], x[0]))
     rest = sorted(((a, n) for a, n in exact if a not in families), key=lambda x: (-x[1], x[0]))
-    return Facets((fams + rest)[:limit], _counts(conn, "speaker", limit), _counts(conn, "role", limit))
+    return Facets(
+        (fams + rest)[:limit],
+        _counts(conn, "speaker", limit),
+        _counts(conn, "role", limit),
+        _session_counts(conn, "client", limit),
+        _session_counts(conn, "cwd", limit),
+    )
+
+
+def _session_counts(conn: Conn, column: str, limit: int) -> list[tuple[str, int]]:
+    return [
+        (str(v), int(n))
+        for v, n in conn.execute(
+            f"SELECT {column}, count(*) FROM sessions WHERE {column} != '' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT ?",
+            (limit,),
+        )
+    ]
 
 
 def _counts(conn: Conn, column: str, limit: int) -> list[tuple[str, int]]:

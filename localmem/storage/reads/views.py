@@ -37,6 +37,10 @@ class SessionHead(NamedTuple):
     source: str
     title: str
     started_at: str | None
+    client: str  # the agent that wrote it ('' for chat exports, MCP, the API)
+    cwd: str  # its project, as the agent's log says ('' when none)
+    repository: str
+    branch: str
 
 
 class CueSpan(NamedTuple):
@@ -134,11 +138,11 @@ def opening_turns(conn: Conn, session_ids: Sequence[int]) -> dict[int, tuple[str
 
 
 def session_head(conn: Conn, session_id: int) -> SessionHead | None:
-    row = conn.execute("SELECT id, key, source, title, started_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else SessionHead(int(row[0]), row[1], row[2], row[3], row[4])
-
-
-# -- turn page --------------------------------------------------------------------------
+    row = conn.execute(
+        "SELECT id, key, source, title, started_at, client, cwd, repository, branch FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    return None if row is None else SessionHead(int(row[0]), *row[1:])
 
 
 def turn_hash(conn: Conn, turn_id: int) -> str:

@@ -125,6 +125,8 @@ async function sessionPage(id, params) {
   show(h("div", { class: "panel" },
     h("div", { class: "head-row" },
       h("div", {}, h("h1", {}, s.title || s.key), h("div", { class: "sub" }, `${s.source} · session ${s.key} · ${when(s.started_at)} · ${s.total} turns`),
+        s.project ? h("div", { class: "sub", id: "session-project" }, `${s.client || "agent"} in `, h("span", { class: "mono" }, s.project.cwd),
+          s.project.branch ? ` · branch ${s.project.branch}` : "") : null,
         h("div", { class: "chips" }, s.topics.map((p) => h("span", { class: "chip topic", title: p.summary }, p.label)))),
       h("button", { class: "ghost-danger", id: "forget-session", onclick: () =>
         forgetPreviewed({ session: s.session_id }, `session ${s.key} (${s.total} turns)`, "#/timeline") }, "Forget session…")),

@@ -157,13 +157,14 @@ async function forgetPreviewed(selection, what, then) {
 // --- the filter bar (Find and Timeline) -------------------------------------------------
 let FACETS = null;
 async function facets() { if (!FACETS) FACETS = await api("/api/facets"); return FACETS; }
-const FILTER_LABEL = { source: "any source", speaker: "any speaker", role: "any role" };
+const FILTER_LABEL = { source: "any source", speaker: "any speaker", role: "any role", client: "any agent", project: "any project" };
 function filterBar(params, f) {
   const box = h("div", { class: "filters", id: "filters" },
     h("label", { class: "inline" }, "from", h("input", { type: "date", id: "f-start", value: params.get("start") || "" })),
     h("label", { class: "inline" }, "to", h("input", { type: "date", id: "f-end", value: params.get("end") || "" })));
-  const lists = { source: f.sources, speaker: f.speakers, role: f.roles };
-  for (const name of f.filters.filter((n) => lists[n])) {
+  const lists = { source: f.sources, speaker: f.speakers, role: f.roles, client: f.clients, project: f.projects };
+  // a filter with nothing to choose from (no agent's sessions stored) is left out
+  for (const name of f.filters.filter((n) => lists[n] && (lists[n].length || params.get(n)))) {
     const sel = h("select", { id: `f-${name}`, "data-filter": name }, h("option", { value: "" }, FILTER_LABEL[name] || `any ${name}`),
       lists[name].map((o) => h("option", { value: o.value }, `${o.value || "(none)"} · ${o.sessions ?? o.turns}`)));
     sel.value = params.get(name) || "";

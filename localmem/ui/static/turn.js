@@ -79,7 +79,9 @@ async function turnPage(id) {
         ` · place ${t.position + 1}`, t.source_id ? ` · native id ${t.source_id}` : "", t.memory_type ? " · " : "",
         t.memory_type ? badge("reason-semantic", t.memory_type) : null, " · ",
         h("a", { href: `#/session/${t.session_id}?turn=${t.turn_id}`, id: "in-context" }, "in its session")),
-      h("div", { class: "sub mono", title: "its identity on every device" }, `${t.role} · hash ${t.hash}`)),
+      h("div", { class: "sub mono", title: "its identity on every device" }, `${t.role} · hash ${t.hash}`),
+      t.project ? h("div", { class: "sub", id: "turn-project" }, `${t.client || "agent"} in `, h("span", { class: "mono" }, t.project.cwd),
+        t.project.branch ? ` · branch ${t.project.branch}` : "", t.project.repository ? ` · ${t.project.repository}` : "") : null),
     h("div", { class: "actions" },
       h("button", { class: "secondary", id: "redact", title: "select part of the text first", onclick: () => redactSelection(t) }, "Redact selection…"),
       h("button", { class: "ghost-danger", id: "forget-turn", onclick: () =>
