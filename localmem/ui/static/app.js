@@ -8,6 +8,7 @@ async function route() {
   const params = new URLSearchParams(query || "");
   const tab = { session: "timeline", turn: "find" }[page] || page;
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.page === tab);
+  window.scrollTo(0, 0);  // a new page starts at its top (a session then scrolls to its turn)
   try {
     if (page === "ask") askPage(params);
     else if (page === "find") await findPage(params);

@@ -90,6 +90,7 @@ async function timelinePage(params) {
   append(first);
   const offset = Number(params.get("offset") || 0);
   const months = h("nav", { class: "months", id: "months" }, h("div", { class: "sub" }, `${m.sessions} sessions · ${m.turns} turns`),
+    h("div", { class: "month-head" }, h("span", {}, "month"), h("span", { class: "num" }, "sessions"), h("span", { class: "num" }, "turns")),
     m.months.map((x) => h("a", { href: "#", "data-month": x.month, "data-offset": x.offset,
       class: offset >= x.offset && offset < x.offset + x.sessions ? "active" : null,
       onclick: (e) => { e.preventDefault(); go("#/timeline", { ...flt, offset: x.offset }); } },

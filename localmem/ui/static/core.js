@@ -135,7 +135,7 @@ async function forgetPreviewed(selection, what, then) {
   try { p = await post("/api/forget/preview", { selection }); } catch (err) { toast(`No preview: ${err.message}`); return false; }
   const dlg = document.getElementById("forget-dialog");
   document.getElementById("forget-title").textContent = p.turns ? `Forget ${what}?` : `Nothing to forget in ${what}`;
-  document.getElementById("forget-body").replaceChildren(...previewBody(p));
+  document.getElementById("forget-body").replaceChildren(...previewBody(p).filter(Boolean));
   const ok = document.getElementById("forget-ok");
   ok.textContent = `Forget ${p.turns} turn${p.turns === 1 ? "" : "s"}`;
   ok.disabled = !p.turns;

@@ -23,6 +23,7 @@ function highlighted(text, cues) {
 }
 
 const KIND_RANK = { antecedent: 0, semantic: 1, temporal: 2 };
+const LINKS_SHOWN = 12;
 function edgeNodes(t, dir) {
   // One node per linked turn and side; its line takes the strongest kind of link.
   const by = new Map();
@@ -96,12 +97,19 @@ async function turnPage(id) {
       h("td", { class: "num" }, `${c.span[0]}–${c.span[1]}`), h("td", { class: "sub" }, c.extractor))))) : h("p", { class: "empty" }, "No cues.");
   const facts = t.facts.length ? h("ul", { id: "facts" }, t.facts.map((f) => h("li", {}, badge(`kind-${f.kind}`, f.kind), " ",
     h("b", {}, f.subject || ""), ` · ${f.relation || ""} · `, h("b", {}, f.object || "")))) : h("p", { class: "empty" }, "No facts extracted (the model layer has not run on this turn, or found none).");
-  const links = t.edges.length ? h("table", { id: "links" },
-    h("thead", {}, h("tr", {}, ["", "kind", "turn", "weight", "verifier's reason / text"].map((x) => h("th", {}, x)))),
-    h("tbody", {}, t.edges.map((e) => h("tr", { "data-kind": e.kind },
-      h("td", {}, e.direction === "in" ? "← in" : "out →"), h("td", {}, badge(`reason-${e.kind}`, e.kind)),
-      h("td", {}, turnLink(e.turn_id)), h("td", { class: "num" }, fmt(e.weight, 3)),
-      h("td", {}, e.reason ? h("div", { class: "why" }, e.reason) : null, h("span", {}, e.speaker ? `${e.speaker}: ` : "", e.text)))))) : h("p", { class: "empty" }, "No links.");
+  // The strongest LINKS_SHOWN links (antecedent first), the rest a click away: a turn of a
+  // long history can have hundreds.
+  const linkRow = (e) => h("tr", { "data-kind": e.kind },
+    h("td", {}, e.direction === "in" ? "← in" : "out →"), h("td", {}, badge(`reason-${e.kind}`, e.kind)),
+    h("td", {}, turnLink(e.turn_id)), h("td", { class: "num" }, fmt(e.weight, 3)),
+    h("td", {}, e.reason ? h("div", { class: "why" }, e.reason) : null, h("span", {}, e.speaker ? `${e.speaker}: ` : "", e.text)));
+  const body = h("tbody", {}, t.edges.slice(0, LINKS_SHOWN).map(linkRow));
+  const rest = t.edges.length > LINKS_SHOWN ? h("button", { class: "secondary", id: "links-all", onclick: (e) => {
+    body.append(...t.edges.slice(LINKS_SHOWN).map(linkRow)); e.target.remove();
+  } }, `Show all ${t.edges.length} links`) : null;
+  const links = t.edges.length ? h("div", {}, h("table", { id: "links" },
+    h("thead", {}, h("tr", {}, ["", "kind", "turn", "weight", "verifier's reason / text"].map((x) => h("th", {}, x)))), body), rest)
+    : h("p", { class: "empty" }, "No links.");
   const legend = h("div", { class: "legend" }, Object.entries(EDGE_COLOR).map(([k, c]) => {
     const i = h("i"); i.style.background = c; return h("span", {}, i, k);
   }));
