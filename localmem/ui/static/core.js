@@ -94,8 +94,9 @@ function marked(text, words) {
 }
 
 // --- dialogs -------------------------------------------------------------------------
-function confirmDialog(text, ok) {
+function confirmDialog(text, ok, title) {
   const dlg = document.getElementById("confirm");
+  document.getElementById("confirm-title").textContent = title || "Are you sure?";
   document.getElementById("confirm-text").textContent = text;
   document.getElementById("confirm-ok").textContent = ok || "Forget";
   return new Promise((resolve) => {

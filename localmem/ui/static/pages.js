@@ -43,7 +43,7 @@ async function injectedPage(params) {
     h("option", { value: "" }, "every client"), r.clients.map((c) => h("option", { value: c.client }, `${c.client} · ${c.calls}`)));
   pick.value = client;
   const clear = h("button", { class: "ghost-danger", id: "injected-clear", onclick: async () => {
-    if (!(await confirmDialog(`Delete all ${r.total} calls of the recall log? The turns stay; only the record of what was handed to clients goes.`, "Clear the log"))) return;
+    if (!(await confirmDialog(`Delete all ${r.total} calls of the recall log? The turns stay; only the record of what was handed to clients goes.`, "Clear the log", "Clear the recall log?"))) return;
     try { const x = await post("/api/recalls/clear", {}); toast(`Cleared ${x.cleared} call(s).`); route(); } catch (err) { toast(err.message); }
   } }, "Clear the log…");
   const rows = r.calls.map((c) => h("tr", { class: "call-row", "data-call": c.call_id, onclick: () => { location.hash = `#/injected/${c.call_id}`; } },

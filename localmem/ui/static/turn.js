@@ -161,7 +161,7 @@ async function redactSelection(t) {
     `Replace “${clip(span.text, 80)}” (characters ${span.start}–${span.end}) with [secret: manual]? ` +
     "The turn keeps its place but becomes a new turn: its cues, links and vectors are rebuilt, and what a model " +
     "derived from it is dropped and extracted again. The original is forgotten: sync carries the forget and the " +
-    "redacted turn to your other devices. There is no undo.", "Redact");
+    "redacted turn to your other devices. There is no undo.", "Redact", "Redact this span?");
   if (!ok) { toast("Kept: nothing was redacted."); return; }
   try {
     const r = await post("/api/redact", { turn_id: t.turn_id, start: span.start, end: span.end, hash: t.hash, text: span.text });
