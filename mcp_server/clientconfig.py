@@ -13,31 +13,48 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localmem.config import Settings
 from localmem.errors import InputError
+from localmem.storage.engine.keys import KEY_FILE_ENV
 
 CLIENTS = ("claude-desktop", "vscode", "cursor")
 SERVER_NAME = "localmem"
 
 
-def server_entry(settings: Settings, client: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Extras:
+    """What an entry carries besides the database and model: the store's key file (as
+    ``LOCALMEM_KEY_FILE`` in its ``env``: a path, never the key) and ``--sync DIR`` with
+    its key flags (paths made absolute)."""
+
+    key_file: Path | None = None
+    sync: Path | None = None
+    sync_args: tuple[str, ...] = ()
+
+
+def server_entry(settings: Settings, client: str, extras: Extras = Extras()) -> dict[str, Any]:
     args = ["-m", "mcp_server", "--db", str(Path(settings.db).expanduser().resolve())]
     if settings.model:
         model = settings.model if settings.model == "default" else str(Path(settings.model).expanduser().resolve())
         args += ["--model", model]
+    if extras.sync is not None:
+        args += ["--sync", str(extras.sync.expanduser().resolve()), *extras.sync_args]
     entry: dict[str, Any] = {"command": str(Path(sys.executable).absolute()), "args": args}
+    if extras.key_file is not None:
+        entry["env"] = {KEY_FILE_ENV: str(extras.key_file.expanduser().resolve())}
     if client == "vscode":
         entry = {"type": "stdio", **entry}
     return entry
 
 
-def snippet(settings: Settings, client: str) -> dict[str, Any]:
+def snippet(settings: Settings, client: str, extras: Extras = Extras()) -> dict[str, Any]:
     """The JSON a client's config file needs (VS Code keys servers by ``servers``)."""
     key = "servers" if client == "vscode" else "mcpServers"
-    return {key: {SERVER_NAME: server_entry(settings, client)}}
+    return {key: {SERVER_NAME: server_entry(settings, client, extras)}}
 
 
 def config_path(client: str) -> Path:
@@ -76,7 +93,9 @@ def installed_entry(client: str, path: Path | None = None) -> dict[str, Any] | N
     return entry
 
 
-def install(settings: Settings, client: str, path: Path | None = None) -> tuple[Path, Path | None]:
+def install(
+    settings: Settings, client: str, path: Path | None = None, extras: Extras = Extras()
+) -> tuple[Path, Path | None]:
     """Merge the entry into the client's config file; returns (file, backup or None)."""
     target = path or config_path(client)
     data: dict[str, Any] = {}
@@ -91,7 +110,7 @@ def install(settings: Settings, client: str, path: Path | None = None) -> tuple[
         data = loaded
         backup = target.with_name(f"{target.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
         shutil.copy2(target, backup)
-    for key, servers in snippet(settings, client).items():
+    for key, servers in snippet(settings, client, extras).items():
         section = data.setdefault(key, {})
         if not isinstance(section, dict):
             raise InputError(f"'{key}' is not a JSON object", path=str(target))

@@ -14,7 +14,9 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,9 @@ from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
+from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
+from localmem.sync.background import syncing
+from localmem.sync.keys import Keyring, add_sync_flags, keyring
 from mcp_server.guard import Gate, is_loopback, policy
 
 log = logging.getLogger("localmem.mcp")
@@ -61,37 +66,67 @@ def serve(
     hosts: Sequence[str] = (),
     watch: Path | None = None,
     worker: bool = True,
+    sync: SyncArgs | None = None,
+    refuse: str | None = None,
 ) -> int:
-    """Run until the client disconnects (stdio) or the process is stopped (HTTP)."""
+    """Run until the client disconnects (stdio) or the process is stopped (HTTP). A store
+    that cannot be opened (no key, a wrong key, not a database) still gets a server: its
+    tools are listed and every call is a tool error naming the cause (``refusing_server``),
+    so a client shows why instead of "connection closed"."""
     token = token or os.environ.get(TOKEN_ENV) or None
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}: stdio or http")
     if transport == "http" and not is_loopback(host) and not token:
         raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} (or pass --token)")
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
-    from mcp_server.server import build_server
+    from mcp_server.server import build_server, refusing_server
 
     model = generator(settings) if settings.model else None
     stop = threading.Event()
-    with open_store(settings) as store:
+    try:
+        if refuse is not None:
+            raise ConfigError(refuse)
+        store = open_store(settings)
+    except LocalmemError as exc:  # no key, a wrong one, not a database...: every tool call says so
+        log.error("%s", exc)
+        _run(refusing_server(settings, str(exc)), transport, host, port, token, origins, hosts)
+        return 0
+    with store, _syncing(settings, sync):
         watcher = _start_watcher(settings, watch, stop) if watch else None
         server = build_server(store, generator=model, worker=worker)
         log.info("localmem MCP server on %s (%s)", settings.db, transport)
         try:
-            if transport == "stdio":
-                server.run("stdio")
-            else:
-                # lazy: the HTTP transport's runtime, only for --transport http
-                import uvicorn
-
-                app = http_app(server, host, port, token, origins, hosts)
-                config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-                anyio.run(uvicorn.Server(config).serve)
+            _run(server, transport, host, port, token, origins, hosts)
         finally:
             stop.set()
             if watcher is not None:
                 watcher.join(timeout=15)
     return 0
+
+
+def _run(
+    server: Any, transport: str, host: str, port: int, token: str | None, origins: Sequence[str], hosts: Sequence[str]
+) -> None:
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn  # lazy: the HTTP transport's runtime, only for --transport http
+
+    app = http_app(server, host, port, token, origins, hosts)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve)
+
+
+@contextmanager
+def _syncing(settings: Settings, sync: SyncArgs | None) -> Iterator[None]:
+    """``--sync DIR``: sync in the background while the server runs (its log: stderr)."""
+    if sync is None:
+        yield
+        return
+    with syncing(
+        lambda: open_store(settings), sync.root, sync.keys, sync.interval, lambda m: log.warning("sync: %s", m)
+    ):
+        yield
 
 
 def _start_watcher(settings: Settings, folder: Path, stop: threading.Event) -> threading.Thread:
@@ -139,6 +174,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="HTTP: also accept this browser origin, e.g. http://localhost:3000 (repeatable)",
     )
     p.add_argument("--watch", type=Path, help="also ingest chat logs that appear in this folder")
+    add_sync_flags(p)
     p.add_argument("--model", help="GGUF chat model for enrichment and the answer tool (default: $LOCALMEM_MODEL)")
     p.add_argument("--no-worker", action="store_true", help="do not enrich in the background")
     p.add_argument(
@@ -146,10 +182,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True)
+class SyncArgs:
+    root: Path
+    keys: Keyring
+    interval: float
+
+
 def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="localmem-mcp: %(levelname)s %(message)s")
     logging.getLogger("localmem").setLevel(args.log_level)
     settings = settings.with_overrides(model=args.model)
+    sync, unusable = None, getattr(args, "unusable", None)
+    if args.sync is not None and unusable is None:
+        try:
+            sync = SyncArgs(args.sync, keyring(args, "sync-"), args.sync_interval)
+        except LocalmemError as exc:  # a sync key file that cannot be used: the client is told, by tool errors
+            unusable = f"--sync: {exc}"
     return serve(
         settings,
         transport=args.transport,
@@ -160,6 +209,8 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         hosts=args.allow_host,
         watch=args.watch,
         worker=not args.no_worker,
+        sync=sync,
+        refuse=unusable,
     )
 
 
@@ -167,9 +218,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``localmem-mcp``: the server for MCP clients (stdio unless --transport http)."""
     p = argparse.ArgumentParser(prog="localmem-mcp", description="localmem's MCP server (stdio or streamable HTTP).")
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
+    p.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="FILE",
+        help="file holding the store's encryption key (mode 600); else $LOCALMEM_KEY_FILE, $LOCALMEM_KEY or the OS keyring",
+    )
     add_arguments(p)
     args = p.parse_args(argv)
     try:
+        if args.key_file is not None:
+            os.environ[KEY_FILE_ENV] = str(args.key_file.resolve())  # what every connection reads the key from
+            try:
+                read_key_file(args.key_file)  # checked now (mode 600), as `localmem --key-file` does
+            except ConfigError as exc:
+                args.unusable = f"--key-file: {exc}"
         return run_from_args(args, load_settings(db=args.db))
     except LocalmemError as exc:
         print(f"localmem-mcp: error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ live in the lifespan's :class:`~mcp_server.state.AppState`. The caller owns the 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -15,10 +16,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 
 from localmem import __version__, toolkit
+from localmem.config import Settings
 from localmem.errors import LocalmemError, NotFound
 from localmem.models.llm import Generator
 from localmem.storage.write.store import Store
@@ -87,6 +89,39 @@ def build_server(
     )
     _add_resources(server, store, lock)
     return server
+
+
+def refusing_server(
+    settings: Settings, cause: str, *, answering: bool = False, name: str = "localmem"
+) -> MCPServer[Any]:
+    """The server for a store that could not be opened (no key, a wrong key, not a
+    database): the same tools with the same schemas, each call a tool error that names
+    ``cause``, so the client shows why instead of a closed connection."""
+
+    def refusing(fn: Any) -> Any:
+        @functools.wraps(fn)  # the same name, parameters and output schema
+        async def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise ToolError(f"localmem cannot open its store: {cause}")
+
+        return refuse
+
+    tools = [
+        CheckedTool.from_function(
+            refusing(fn),
+            description=" ".join(description.split()),
+            annotations=HINTS.get(fn.__name__, READ_ONLY),
+            structured_output=True,
+        )
+        for fn, description in tool_list(settings, answering=answering)
+    ]
+    return MCPServer(
+        name,
+        title="localmem: long-term memory",
+        instructions=f"localmem cannot open its store: {cause}",
+        version=__version__,
+        log_level="WARNING",
+        tools=tools,
+    )
 
 
 def _add_resources(server: MCPServer[AppState], store: Store, lock: threading.Lock) -> None:

@@ -38,6 +38,8 @@ LAZY_ALLOWED = (
     "keyring",  # optional: the OS keyring as a key source (storage/engine/keys.py)
     "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/copies/age.py)
     "detect_secrets",  # brings `requests` (~0.1 s): loaded on a write's first redaction (util/secrets.py)
+    "localmem.train",  # PyTorch (the train extra): loaded only by `localmem train` (cli/train.py)
+    "onnx",  # the train extra: writing a trained model (train/export.py)
 )
 
 

@@ -181,13 +181,17 @@ def _lme_questions(
     built_only: bool,
     first_store: int,
     log: Callable[[str], None],
+    dataset: str = "",
+    limit: int | None = None,
 ) -> tuple[list[Store], list[_Question]]:
     """LongMemEval questions (their stores ``lme-<question_id>.db`` under ``workdir``,
-    built when missing unless ``built_only``)."""
+    built when missing unless ``built_only``; the first ``limit`` with evidence)."""
     stores: list[Store] = []
     questions: list[_Question] = []
     try:
         for idx, item in enumerate(read_benchmark(data, "LongMemEval")):
+            if limit is not None and len(stores) >= limit:
+                break
             qid = str(item["question_id"])
             path = workdir / f"lme-{qid}.db"
             if built_only and not longmemeval_bench.is_built(path, item):
@@ -198,7 +202,7 @@ def _lme_questions(
             log(f"question {qid}: pool")
             store = longmemeval_bench.open_question_store(path, data, qid, embedder, settings)
             stores.append(store)
-            q = _lme_question(store, first_store + len(stores) - 1, idx, item, evidence)
+            q = _lme_question(store, first_store + len(stores) - 1, idx, item, evidence, dataset)
             if q is not None:
                 questions.append(q)
     except BaseException:
@@ -265,29 +269,50 @@ def run(
     lme_built_only: bool = False,
     free: Sequence[str] | None = None,
     merged_workdir: Path | None = None,
+    lme_train: Path | None = None,
+    lme_train_workdir: Path | None = None,
+    lme_train_limit: int | None = None,
 ) -> dict[str, Any]:
     """``free``: fit only these features on top of the shipped weights (see ``_fit``);
     None refits every weight. ``merged_workdir``: also the ``lme`` questions asked of
-    the merged store there. Every data set weighs as much as LoCoMo in the fit."""
+    the merged store there. ``lme_train``: a second LongMemEval file (say train289)
+    asked per haystack, reported as ``longmemeval-train``; its questions take folds by
+    index mod 6 as well. Every data set weighs as much as LoCoMo in the fit."""
     unknown = [f for f in free or () if f not in FEATURES]
     if unknown:
         raise InputError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
     mask = None if free is None else np.array([1.0 if f in free else 0.0 for f in FEATURES])
     stores, questions, names = _locomo_questions(data, workdir, embedder, settings, limit, log)
     try:
+        sets: list[list[_Question]] = []
         if lme is not None:
             more, lq = _lme_questions(lme, lme_workdir or workdir, embedder, settings, lme_built_only, len(stores), log)
             stores += more
-            sets = [lq]
+            sets.append(lq)
             if merged_workdir is not None:
                 more, mq = _merged_questions(lme, merged_workdir, embedder, settings, len(stores), log)
                 stores += more
                 sets.append(mq)
-            n_locomo = len(questions)
-            for qs in sets:
-                for q in qs:
-                    q.weight = n_locomo / len(qs)
-                questions += qs
+        if lme_train is not None:
+            where = lme_train_workdir or workdir
+            more, tq = _lme_questions(
+                lme_train,
+                where,
+                embedder,
+                settings,
+                lme_built_only,
+                len(stores),
+                log,
+                "longmemeval-train",
+                lme_train_limit,
+            )
+            stores += more
+            sets.append(tq)
+        n_locomo = len(questions)
+        for qs in sets:
+            for q in qs:
+                q.weight = n_locomo / len(qs)
+            questions += qs
         tallies, full, folds = evaluate(stores, questions, budgets, mask)
     finally:
         for s in stores:

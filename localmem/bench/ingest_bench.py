@@ -9,7 +9,7 @@ the run and removed after it; nothing the stages do changes:
   again to write it; both count);
 - prepare: checking, timing, hashing and sentence-splitting each turn, and the lookup
   of hashes already stored;
-- embed: the model's forward passes (``Store._embed``, on the worker thread: one pass
+- embed: the model's forward passes (``Store.embed``, on the worker thread: one pass
   per turn, cues pooled from it, plus one pass per cue past the model's window);
 - sql: the write transactions (turns, cues, FTS, vec0, temporal edges, resume point),
   less the two stages below that run inside them;
@@ -105,10 +105,10 @@ def profiled(store: Store, timers: Timers) -> Iterator[None]:
     looks up at call time, and this store's own methods), removed on exit."""
     hooks: list[tuple[Any, str, str]] = [
         (runner_mod, "units", "parse"),
-        (store_mod, "prepare_all", "prepare"),  # what Store._stage calls per session
+        (store_mod, "prepare_all", "prepare"),  # what Store.stage calls per session
         (store_mod, "link_semantic", "edges"),
         (store, "_known_hashes", "prepare"),
-        (store, "_embed", "embed"),
+        (store, "embed", "embed"),
         (store, "retrying", "sql"),
         (store, "mirror", "mirror"),
     ]

@@ -168,18 +168,36 @@ def run(
     workdir: Path | None = None,
     app_checkpoints: bool = False,
     snapshots: bool = False,
+    replicator_kills: bool = True,
+    debug_log: bool = False,
+    reset: bool = False,
 ) -> dict[str, Any]:
     """``app_checkpoints``: the writers keep SQLite's auto-checkpoint on while Litestream
     replicates (what localmem did before ``checkpoints``), to compare. ``snapshots``: the
     replicator is ``localmem replicate --snapshots --interval 1`` instead of Litestream (the
-    rounds kill it in Litestream's place)."""
+    rounds kill it in Litestream's place). ``replicator_kills`` False: the control run, where
+    only writers are killed. ``debug_log``: Litestream logs at debug level (its log:
+    ``WORKDIR/litestream.log``). ``reset``: reset a killed Litestream's local state before it
+    restarts (what localmem did before; it damaged the newest replicated state), to compare."""
     saved = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT")
     if app_checkpoints:
         os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = str(checkpoints.DEFAULT_AUTOCHECKPOINT)
     try:
-        return _run(rounds=rounds, seed=seed, lag_bound=lag_bound, workdir=workdir, snapshots=snapshots) | {
+        out = _run(
+            rounds=rounds,
+            seed=seed,
+            lag_bound=lag_bound,
+            workdir=workdir,
+            snapshots=snapshots,
+            replicator_kills=replicator_kills,
+            debug_log=debug_log,
+            reset=reset,
+        )
+        return out | {
             "app_checkpoints": app_checkpoints,
             "replicator": "snapshots" if snapshots else "litestream",
+            "replicator_kills": replicator_kills,
+            "reset_after_crash": reset,
         }
     finally:
         if app_checkpoints:
@@ -188,19 +206,29 @@ def run(
                 os.environ["LOCALMEM_WAL_AUTOCHECKPOINT"] = saved
 
 
-def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snapshots: bool) -> dict[str, Any]:
+def _run(
+    *,
+    rounds: int,
+    seed: int,
+    lag_bound: float,
+    workdir: Path | None,
+    snapshots: bool,
+    replicator_kills: bool,
+    debug_log: bool,
+    reset: bool,
+) -> dict[str, Any]:
     rng = random.Random(seed)
     with working_folder(workdir, "replicate") as work:
         dbfile, rep = work / "live.db", work / "replica"
         url = f"file://{rep}"
         create_store(dbfile)
-        config = replica.write_config(dbfile, url, work / "litestream")
+        config = replica.write_config(dbfile, url, work / "litestream", log_level="debug" if debug_log else None)
         log = (work / "litestream.log").open("ab")
         name = "snapshots" if snapshots else "litestream"
 
         def start() -> subprocess.Popen[bytes]:
             if not snapshots:
-                return replica.start_litestream(dbfile, config, stdout=log, stderr=log)
+                return replica.start_litestream(dbfile, config, reset_after_crash=reset, stdout=log, stderr=log)
             cmd = localmem_cmd(dbfile, "replicate", "--snapshots", "--to", url, "--interval", "1", "--keep", "5")
             return subprocess.Popen(cmd, env=child_env(), stdout=log, stderr=log)
 
@@ -216,8 +244,8 @@ def _run(*, rounds: int, seed: int, lag_bound: float, workdir: Path | None, snap
             while time.monotonic() < deadline and not (acks.count("mcp ") and acks.count("ingest ")):
                 time.sleep(0.5)  # both writers in their stride (a server loads the embedder first)
             for r in range(rounds):
-                kind = (name, "writer", "both")[r % 3]
-                w = writers[(r // 3) % 2] if kind != name else writers[0]
+                kind = (name, "writer", "both")[r % 3] if replicator_kills else "writer"
+                w = (writers[(r // 3) % 2] if replicator_kills else writers[r % 2]) if kind != name else writers[0]
                 stride = w.in_stride()
                 time.sleep(rng.uniform(0.5, 3.0))
                 t_kill = time.time()

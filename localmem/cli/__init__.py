@@ -42,6 +42,7 @@ from localmem.cli import (
 from localmem.cli.bench import add_bench_parser
 from localmem.cli.enrichment import watch_worker as _watch_worker  # the name tests import
 from localmem.cli.memory import DEMO_QUESTION
+from localmem.cli.train import add_train_parser
 from localmem.config import load_settings
 from localmem.errors import LocalmemError
 from localmem.storage.engine import faults
@@ -109,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
     p.add_argument(
         "--embedder",
-        help="embedding model: 'default' (MiniLM ONNX) or a .gguf file (default: $LOCALMEM_EMBEDDER or config)",
+        help="embedding model: 'default' (MiniLM ONNX), a .gguf file or an ONNX embedder folder "
+        "(default: $LOCALMEM_EMBEDDER or config)",
     )
     secure.add_key_file_flag(p)
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
@@ -142,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         hooks.add_hooks,
         ui.add_ui,
         add_bench_parser,
+        add_train_parser,
     ):
         add(sub)
     return p

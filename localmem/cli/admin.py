@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-from localmem.cli import cable_flags, sync
+from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.cli.doctor import model_line, run_checks
 from localmem.config import Settings
@@ -20,7 +21,8 @@ from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.hooks import status as hook_status
 from localmem.models.llm import model_layer_status, resolve_model_path
-from localmem.storage.engine.keys import is_encrypted
+from localmem.storage.engine.keys import KEY_ENV, KEY_FILE_ENV, is_encrypted, read_key_file
+from localmem.sync.keys import add_sync_flags, keyring
 from mcp_server import clientconfig
 from mcp_server.serve import add_arguments, run_from_args
 
@@ -51,7 +53,6 @@ def add_serve(sub: Subparsers) -> None:
     c.add_argument(
         "--cable", action="store_true", help="the background worker also builds antecedent links (off by default)"
     )
-    sync.add_background_flags(c)
     c.set_defaults(func=cmd_serve)
 
 
@@ -75,6 +76,14 @@ def add_mcp_config(sub: Subparsers) -> None:
         help="GGUF chat model the server answers and enriches with (default: $LOCALMEM_MODEL or the config file; "
         "none: no answer tool)",
     )
+    c.add_argument(
+        "--key-file",
+        dest="entry_key_file",
+        type=Path,
+        metavar="FILE",
+        help="the store's key file (mode 600), put in the entry as LOCALMEM_KEY_FILE (default: $LOCALMEM_KEY_FILE)",
+    )
+    add_sync_flags(c)
     c.set_defaults(func=cmd_mcp_config)
 
 
@@ -153,8 +162,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    with sync.background(args, settings):
-        return run_from_args(args, settings)
+    return run_from_args(args, settings)
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
@@ -162,12 +170,40 @@ def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:
     if settings.model:
         resolve_model_path(settings.model)  # a missing or non-GGUF file is refused before it is written
     models = model_line(settings.model)
+    extras = _entry_extras(args)
     if args.install:
-        target, backup = clientconfig.install(settings, args.client, args.path)
+        target, backup = clientconfig.install(settings, args.client, args.path, extras)
         print(f"installed the localmem server into {target}" + (f" (backup: {backup})" if backup else ""))
         print(f"{models}\nrestart the client to load it; `localmem doctor` checks the entry", file=sys.stderr)
         return 0
-    print(json.dumps(clientconfig.snippet(settings, args.client), indent=2))
+    print(json.dumps(clientconfig.snippet(settings, args.client, extras), indent=2))
     print(f"# {models}", file=sys.stderr)
     print(f"# merge into {clientconfig.config_path(args.client)}, or run with --install", file=sys.stderr)
     return 0
+
+
+def _entry_extras(args: argparse.Namespace) -> clientconfig.Extras:
+    """The key file and ``--sync`` flags the entry carries, each checked now (mode 600,
+    readable) so that what is written works."""
+    named = args.entry_key_file or os.environ.get(KEY_FILE_ENV)
+    key_file = Path(named) if named else None
+    if key_file is not None:
+        read_key_file(key_file)
+    elif os.environ.get(KEY_ENV):
+        print(
+            f"localmem: ${KEY_ENV} is not written into a client's config; give --key-file FILE for an encrypted store",
+            file=sys.stderr,
+        )
+    if args.sync is None:
+        return clientconfig.Extras(key_file)
+    keyring(args, "sync-")  # the sync key files, checked as the server will read them
+    flags: list[str] = []
+    if args.sync_interval != 30.0:
+        flags += ["--sync-interval", str(args.sync_interval)]
+    if args.sync_passphrase_file is not None:
+        flags += ["--sync-passphrase-file", str(args.sync_passphrase_file.resolve())]
+    for f in args.sync_identity:
+        flags += ["--sync-identity", str(f.resolve())]
+    for r in args.sync_recipient:
+        flags += ["--sync-recipient", r]
+    return clientconfig.Extras(key_file, args.sync, tuple(flags))

@@ -167,6 +167,14 @@ def add_bench_parser(sub: Any) -> None:
         metavar="DIR",
         help="also fit on --lme's questions asked of its merged store in DIR (bench longmemeval --merged --workdir)",
     )
+    c.add_argument(
+        "--lme-train",
+        type=Path,
+        metavar="FILE",
+        help="also fit on a second LongMemEval JSON per haystack, its own data set (e.g. train289, unzipped)",
+    )
+    c.add_argument("--lme-train-workdir", type=Path, help="the --lme-train question stores (default: --workdir)")
+    c.add_argument("--lme-train-limit", type=int, help="only the first N --lme-train questions with evidence")
     c.add_argument("--free", help="fit only these comma-separated features on top of the shipped weights")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="fit")
@@ -273,15 +281,16 @@ def _measure(args: argparse.Namespace, settings: Settings, workdir: Path, log: L
     if args.bench == "fit":
         if not args.data.is_file():
             raise InputError("no such file", path=str(args.data))
-        if args.lme is not None and not args.lme.is_file():
-            raise InputError("no such file", path=str(args.lme))
+        for given in (args.lme, args.lme_train):
+            if given is not None and not given.is_file():
+                raise InputError("no such file", path=str(given))
         if args.merged is not None and args.lme is None:
             raise InputError("--merged asks --lme's questions of the merged store: give --lme too")
         result = fit.run(
             args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
             args.lme, args.lme_workdir, args.built_only,
             [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
-            args.merged,
+            args.merged, args.lme_train, args.lme_train_workdir, args.lme_train_limit,
         )  # fmt: skip
         return result, fit.table(result)
     return _recall(args, settings, workdir, embedder, log)

@@ -45,6 +45,19 @@ def add_replicate_parsers(bsub: Any) -> None:
         help="replicate with `localmem replicate --snapshots --interval 1` (online-backup snapshots) instead of "
         "Litestream, to compare",
     )
+    c.add_argument(
+        "--writers-only",
+        action="store_true",
+        help="the control run: kill only the writers, never Litestream",
+    )
+    c.add_argument(
+        "--reset-after-crash",
+        action="store_true",
+        help="reset a killed Litestream's local state before restarting it (what localmem did before), to compare",
+    )
+    c.add_argument(
+        "--litestream-debug", action="store_true", help="Litestream logs at debug level into WORKDIR/litestream.log"
+    )
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_replicate)
 
@@ -71,6 +84,9 @@ def _run_replicate(args: argparse.Namespace, settings: Settings) -> int:
         workdir=args.workdir,
         app_checkpoints=args.app_checkpoints,
         snapshots=args.snapshots,
+        replicator_kills=not args.writers_only,
+        debug_log=args.litestream_debug,
+        reset=args.reset_after_crash,
     )
     replicate.print_report(result)
     if args.json:

@@ -1,6 +1,8 @@
 """``localmem bench sync``: three devices over real Syncthing daemons (converge time,
-bytes per turn, identical stores), and ``--join N``: a new device folding an N-turn history
-against a plain ingest. Table to stdout; ``--json`` adds the result as one JSON line."""
+bytes per turn, identical stores), ``--join N``: a new device folding an N-turn history
+against a plain ingest, ``--faults``: key changes and forgets across three devices, and
+``--walk``: one pass profiled room by room. Table to stdout;
+``--json`` adds the result as one JSON line."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import sync_bench, sync_join
+from localmem.bench import sync_bench, sync_faults, sync_join, sync_walk
 from localmem.bench.preamble import working_folder
 from localmem.config import Settings
 
@@ -25,7 +27,18 @@ def add_sync_bench_parser(bsub: Any) -> None:
     c.add_argument("--turns", type=int, default=300, help="turns written in all by the three devices (default 300)")
     c.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for convergence (default 300)")
     c.add_argument("--join", type=int, default=0, help="also time a new device folding an N-turn history (0: skip)")
-    c.add_argument("--no-syncthing", action="store_true", help="only the --join measurement")
+    c.add_argument("--no-syncthing", action="store_true", help="only the --join (or --walk) measurement")
+    c.add_argument(
+        "--faults",
+        action="store_true",
+        help="also a round of key changes and forgets across 3 devices (real CLI processes, one folder): turns "
+        "lost, forgotten and plaintext bytes left in the folder",
+    )
+    c.add_argument(
+        "--walk",
+        action="store_true",
+        help="also profile one `localmem sync` pass between two devices: rooms visited, steps back up, transactions",
+    )
     c.add_argument("--workdir", type=Path, help="keep daemons' homes, folders and stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=cmd_bench_sync)
@@ -36,7 +49,10 @@ def cmd_bench_sync(args: argparse.Namespace, settings: Settings) -> int:
         out = _measure(args, work)
     if args.json:
         print(json.dumps(out))
-    ok = all(v.get("identical", True) and not v.get("lost") for v in out.values())
+    ok = all(v.get("identical", True) and not v.get("lost") and not v.get("turns_lost") for v in out.values())
+    if "faults" in out:
+        f = out["faults"]
+        ok = ok and not (f["forgotten_bytes_raw"] or f["forgotten_bytes_decrypted"] or f["segments_plaintext"])
     return 0 if ok else 1
 
 
@@ -65,5 +81,23 @@ def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(
             f"join {j['turns']} turns: plain ingest {j['ingest_turns_per_s']} turns/s; fold {j['fold_turns_per_s']} turns/s "
             f"({j['fold_embedding_s']} s of {j['fold_s']} s embedding); identical: {j['identical']}"
+        )
+    if args.faults:
+        out["faults"] = sync_faults.run(work / "faults")
+        f = out["faults"]
+        print(
+            f"faults: {f['devices']} devices, {f['turns_written']} turns written, {f['turns_forgotten']} forgotten; "
+            f"lost {f['turns_lost']}; forgotten bytes in the folder {f['forgotten_bytes_raw']} raw, "
+            f"{f['forgotten_bytes_decrypted']} decrypted; plaintext segments {f['segments_plaintext']}, "
+            f"plaintext bytes {f['plaintext_bytes_raw']}; refused left {f['refused_left']}; identical {f['identical']} "
+            f"({f['seconds']} s)"
+        )
+    if args.walk:
+        out["walk"] = sync_walk.run(work / "walk")
+        w = out["walk"]
+        print(
+            f"one sync pass: {w['rooms']} rooms, {w['steps_back_up']} steps back up "
+            f"({w['steps_back_up_into_sync']} into localmem.sync), {w['returns']} returns; "
+            f"write transactions opened by {w['transactions_opened_by']}"
         )
     return out

@@ -6,13 +6,16 @@ model answers, no model is configured, a client will create the database on firs
 or failed. Besides the installation itself, every MCP client entry that ``mcp-config
 --install`` wrote (Claude Desktop, VS Code in this folder, Cursor) is checked: its
 interpreter exists and can import localmem's server, its database exists (or where it
-will be created), its model file exists, and which model will answer; a broken entry
-says the command that fixes it.
+will be created) and opens with the entry's environment and key file as its server will
+open it, its sync folder and sync key files, its model file exists, and which model will
+answer; a broken entry says the command that fixes it. A store that has synced shows its
+refused segments.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
 import subprocess
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.config import Settings, default_db_path
-from localmem.errors import ModelError
+from localmem.errors import ConfigError, ModelError
 from localmem.hooks import install as hook_install
 from localmem.hooks import status as hook_status
 from localmem.hooks.events import CLIENTS as hook_clients
@@ -36,8 +39,17 @@ from localmem.models.llm import (
 )
 from localmem.models.registry import default_embedder
 from localmem.storage.engine import checkpoints
-from localmem.storage.engine.keys import cipher_name, is_encrypted
+from localmem.storage.engine.keys import (
+    KEY_FILE_ENV,
+    cipher_name,
+    encryption_available,
+    is_encrypted,
+    no_cipher,
+    read_key_file,
+)
 from localmem.storage.reads import views
+from localmem.sync.keys import load_keyring
+from localmem.sync.run import health as sync_health
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -74,8 +86,10 @@ def model_line(model: str | None, who: str = "the server") -> str:
 def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sqlite() -> str:
         e = views.engine()
-        cipher = cipher_name()
-        return f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok; {cipher}"
+        line = f"SQLite {e.sqlite}, apsw {e.apsw}, sqlite-vec {e.sqlite_vec}, FTS5 ok; {cipher_name()}"
+        if not encryption_available():
+            raise Warn(f"{line}; {no_cipher()}")
+        return line
 
     def embedder() -> str:
         emb = default_embedder(settings.embedder)
@@ -92,7 +106,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
 
         with open_store(settings) as store:
             s = store.stats()
-        return (
+        line = (
             f"{settings.db} ({'encrypted' if is_encrypted(settings.db) else 'not encrypted'}): "
             f"schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
             f"{sum(s['edges'].values())} edges; layers: statement cues + temporal/semantic edges"
@@ -107,6 +121,14 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
                 else ""
             )
         )
+        if checkpoints.crashed(settings.db):
+            wal = Path(f"{settings.db}-wal")
+            size = wal.stat().st_size / 1e6 if wal.exists() else 0.0
+            raise Warn(
+                f"{line}; its Litestream was killed: localmem leaves the WAL ({size:.1f} MB) to it and takes no "
+                "checkpoint until `localmem replicate` runs again (or `localmem replicate --release` gives it up)"
+            )
+        return line
 
     def model() -> str:
         if not model_layer_installed():  # the lean install: fine without a model, not with one configured
@@ -136,11 +158,29 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
             raise Warn(f"{detail}; {model_line(settings.model or 'default', 'answer')}")
         return f"{detail}; {model_line(str(gen.path), 'answer')}"
 
+    def sync() -> str:
+        if not settings.db.exists():
+            return "this store has not synced"
+        with open_store(settings) as store:
+            found = sync_health(store)
+        if found is None:
+            return "this store has not synced"
+        refused = found["refused"]
+        line = (
+            f"device {found['device']}; {found['unexported_changes']} changes not exported yet; "
+            f"{len(found['incomplete'])} segments still arriving"
+        )
+        if refused:
+            why = "; ".join(f"{r['device']}/{r['name']}: {r['reason']}" for r in refused[:3])
+            raise Warn(f"{line}; {len(refused)} segments REFUSED (nothing of them is folded): {why}")
+        return line + "; none refused"
+
     checks = [
         _check("storage", sqlite),
         _check("embedder", embedder),
         _check("model", model),
         _check("database", database),
+        _check("sync", sync),
     ]
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
@@ -206,7 +246,12 @@ def mcp_entry(client: str, path: Path | None = None) -> str:
         notes.append(f"{exe} imports {module}")
     else:
         notes.append(f"runs {exe}")
-    notes.append(_entry_db(_flag(args, "--db") or env.get("LOCALMEM_DB"), fix))
+    db = _flag(args, "--db") or env.get("LOCALMEM_DB")
+    notes.append(_entry_db(db, fix))
+    if module is not None and db is not None and Path(db).expanduser().is_file():
+        notes.append(_entry_opens(exe, db, args, {str(k): str(v) for k, v in env.items()}, fix))
+    if (folder := _flag(args, "--sync")) is not None:
+        notes.append(_entry_sync(Path(folder), args, fix))
     model = _flag(args, "--model") or env.get("LOCALMEM_MODEL")
     if model is not None and not is_embedded_model(model) and not Path(model).expanduser().is_file():
         raise Fail(f"its model {model} does not exist; {fix} (with --model PATH)")
@@ -244,6 +289,50 @@ def _can_import(exe: str, module: str, env: dict[str, str], fix: str) -> None:
         raise Fail(f"its interpreter {exe} does not run ({exc}); {fix}") from exc
     if proc.returncode != 0:
         raise Fail(f"{exe} cannot import {module} (localmem is not installed there); {fix}")
+
+
+def _entry_opens(exe: str, db: str, args: list[str], env: dict[str, str], fix: str) -> str:
+    """Open the entry's store as its server will (its interpreter, env and key file); a
+    key file it names must be usable (mode 600) even while the store is plaintext."""
+    key_file = _flag(args, "--key-file")
+    for named in (key_file, env.get(KEY_FILE_ENV)):
+        if named:
+            try:
+                read_key_file(named)
+            except ConfigError as exc:
+                raise Fail(f"the entry's {exc}; {fix} (with --key-file FILE)") from exc
+    cmd = [exe, "-m", "localmem", "--db", db, *(["--key-file", key_file] if key_file else []), "stats", "--json"]
+    try:
+        proc = subprocess.run(
+            cmd,
+            env={**{k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "LOCALMEM_"))}, **env},
+            cwd=Path.home(),
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Fail(f"its interpreter {exe} could not open the store ({exc}); {fix}") from exc
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        hint = "an encrypted store needs `--key-file FILE` on mcp-config" if "encrypted" in why else "see the message"
+        raise Fail(f"the entry cannot open its store: {why}; {fix} ({hint})")
+    return "the entry opens its store"
+
+
+def _entry_sync(folder: Path, args: list[str], fix: str) -> str:
+    """The entry's ``--sync`` folder and key files, as its server will read them."""
+    identities = [Path(a) for f, a in itertools.pairwise(args) if f == "--sync-identity"]
+    passphrase = _flag(args, "--sync-passphrase-file")
+    recipients = [a for f, a in itertools.pairwise(args) if f == "--sync-recipient"]
+    try:
+        keys = load_keyring(Path(passphrase) if passphrase else None, identities, recipients, None)
+    except Exception as exc:
+        raise Fail(f"its sync key cannot be used: {exc}; {fix}") from exc
+    how = "encrypted" if keys.encrypts else "in plaintext (no sync key)"
+    if not folder.is_dir():
+        raise Warn(f"syncs {how} with {folder}, which does not exist yet (the server waits for it)")
+    return f"syncs {how} with {folder}"
 
 
 def _entry_db(db: str | None, fix: str) -> str:

@@ -16,7 +16,7 @@ from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
 from localmem.storage.copies import replica, restore
-from localmem.storage.engine import keys
+from localmem.storage.engine import checkpoints, keys
 
 
 def add_replicate(sub: Subparsers) -> None:
@@ -39,6 +39,12 @@ def add_replicate(sub: Subparsers) -> None:
     )
     c.add_argument("--interval", type=float, default=60.0, help="snapshots: seconds between them (default 60)")
     c.add_argument("--keep", type=int, default=48, help="snapshots: how many are kept (default 48)")
+    c.add_argument(
+        "--release",
+        action="store_true",
+        help="give up the replica: after a Litestream that was killed, localmem leaves checkpoints to it until "
+        "`replicate` runs again; --release lets the store checkpoint itself again (the replica is then stale)",
+    )
     c.add_argument(
         "--config-dir",
         type=Path,
@@ -72,6 +78,12 @@ def add_restore(sub: Subparsers) -> None:
 
 
 def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
+    if args.release:
+        if checkpoints.live(settings.db):
+            raise ConfigError(f"Litestream replicates {settings.db} now; stop it first")
+        held = checkpoints.release(Path(settings.db))
+        print("released: the store checkpoints itself again" if held else "no replica held this store")
+        return 0
     url = args.to or settings.replica
     if not url:
         raise ConfigError('no replica given: --to URL, or `replica = "file:///…"` in the config file')

@@ -84,7 +84,7 @@ def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
         if key is None:
             raise ConfigError(f"no key to encrypt with; set LOCALMEM_KEY or --key-file ({KEY_HELP})")
         report = convert.convert(path, old_key=None, new_key=key)
-    return _say(args, report, "encrypted")
+    return _say(args, report, "encrypted", settings)
 
 
 def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
@@ -94,14 +94,23 @@ def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
     key = resolve_key(path)
     if key is None:
         raise ConfigError(f"{path}: {NEEDS_KEY}")
-    return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted")
+    return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted", settings)
 
 
-def _say(args: argparse.Namespace, report: convert.ConvertReport, what: str) -> int:
+def _say(args: argparse.Namespace, report: convert.ConvertReport, what: str, settings: Settings) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
         print(f"{what} {report.path}: {report.turns} turns, {report.sessions} sessions, {report.bytes} bytes")
+    if report.litestream_reset or settings.replica:
+        where = settings.replica or "its replica"
+        before = "in plaintext " if what == "encrypted" else ""
+        print(
+            f"localmem: Litestream's local copy of the old file was removed; {where} still holds the history "
+            f"from before this {what[:-1]} {before}and is not added to: `localmem replicate` now starts a new one "
+            "(give it a new --to, or purge the old replica's files: docs/security.md, 'What forget cannot reach')",
+            file=sys.stderr,
+        )
     if what == "encrypted":
         print(
             "localmem: the old file's blocks may stay on the disk until overwritten; see docs/security.md",

@@ -1,11 +1,10 @@
 """``localmem sync DIR`` (once, or ``--watch``), ``localmem sync status [DIR]``, and the
-background sync that ``serve --sync DIR`` and ``watch --sync DIR`` run on a thread of
-their own (its own store connection, as every thread has)."""
+background sync of ``watch --sync DIR`` (``localmem.sync.background``; the MCP server's
+``--sync`` is ``mcp_server.serve``'s)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -15,38 +14,9 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, interrupts, open_patient, print_json
 from localmem.config import Settings
 from localmem.errors import LocalmemError
-from localmem.sync.keys import Keyring, load_keyring
+from localmem.sync.background import syncing
+from localmem.sync.keys import add_key_flags, add_sync_flags, keyring
 from localmem.sync.run import PLAINTEXT_WARNING, Pass, status, sync_once, watch
-
-PASSPHRASE_ENV = "LOCALMEM_SYNC_PASSPHRASE"
-
-
-def add_key_flags(c: argparse.ArgumentParser, prefix: str = "") -> None:
-    c.add_argument(
-        f"--{prefix}passphrase-file",
-        type=Path,
-        help=f"encrypt segments with age to the passphrase in this file (or set ${PASSPHRASE_ENV})",
-    )
-    c.add_argument(
-        f"--{prefix}identity",
-        type=Path,
-        action="append",
-        default=[],
-        help="an age identity file (age-keygen): encrypt to its public key, decrypt with it (repeatable)",
-    )
-    c.add_argument(
-        f"--{prefix}recipient", action="append", default=[], help="also encrypt to this age1… public key (repeatable)"
-    )
-
-
-def keyring(args: argparse.Namespace, prefix: str = "") -> Keyring:
-    p = prefix.replace("-", "_")
-    return load_keyring(
-        getattr(args, f"{p}passphrase_file"),
-        list(getattr(args, f"{p}identity")),
-        list(getattr(args, f"{p}recipient")),
-        os.environ.get(PASSPHRASE_ENV),
-    )
 
 
 def add_sync(sub: Subparsers) -> None:
@@ -88,7 +58,15 @@ def cmd_sync(args: argparse.Namespace, settings: Settings) -> int:
         stop = threading.Event()
         try:
             with interrupts():
-                watch(store, root, keys, args.interval, stop, lambda p: _show(p, args.json))
+                watch(
+                    store,
+                    root,
+                    keys,
+                    args.interval,
+                    stop,
+                    lambda p: _show(p, args.json),
+                    lambda line: print(f"localmem sync: {line}", file=sys.stderr, flush=True),
+                )
         except KeyboardInterrupt:
             stop.set()
     return 0
@@ -105,6 +83,8 @@ def _show(done: Pass, as_json: bool) -> None:
         f"folded {f.segments} segments ({f.applied.turns} new turns, {f.applied.forgotten} forgotten, "
         f"{f.applied.derived} derived, {f.applied.pending} waiting for their turn) in {done.seconds:.2f} s"
     )
+    if e.rewritten or e.removed:
+        print(f"  wrote {e.rewritten} of its own segments again (a key change or a forget), removed {e.removed}")
     for reason in f.incomplete:
         print(f"  still arriving: {reason}")
     for reason in f.refused:
@@ -130,34 +110,20 @@ def _show_status(report: dict[str, object], as_json: bool) -> None:
 
 
 def add_background_flags(c: argparse.ArgumentParser) -> None:
-    c.add_argument("--sync", type=Path, metavar="DIR", help="also sync with this folder in the background")
-    c.add_argument("--sync-interval", type=float, default=30.0, help="seconds between background syncs (default 30)")
-    add_key_flags(c, "sync-")
+    add_sync_flags(c)
 
 
 @contextmanager
 def background(args: argparse.Namespace, settings: Settings) -> Iterator[None]:
-    """Run ``watch`` on a thread with its own store while the body runs (``--sync``)."""
+    """``watch --sync DIR``: sync on a thread of its own while the body runs
+    (``localmem.sync.background``; its log on stderr)."""
     root: Path | None = getattr(args, "sync", None)
     if root is None:
         yield
         return
-    keys = keyring(args, "sync-")
-    if not keys.encrypts:
-        print(f"localmem: warning: {PLAINTEXT_WARNING.format(root=root)}", file=sys.stderr)
-    stop = threading.Event()
 
-    def loop() -> None:
-        with open_patient(settings) as store:
-            try:
-                watch(store, root, keys, args.sync_interval, stop)
-            except LocalmemError as exc:
-                print(f"localmem: background sync stopped: {exc}", file=sys.stderr)
+    def say(line: str) -> None:
+        print(f"localmem: sync: {line}", file=sys.stderr, flush=True)
 
-    thread = threading.Thread(target=loop, name="localmem-sync", daemon=True)
-    thread.start()
-    try:
+    with syncing(lambda: open_patient(settings), root, keyring(args, "sync-"), args.sync_interval, say):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)

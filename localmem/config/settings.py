@@ -129,7 +129,7 @@ class HooksParams:
 @dataclass(frozen=True)
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
-    embedder: str = "default"  # "default", a GGUF embedding model or a MiniLM .onnx file
+    embedder: str = "default"  # "default", a GGUF embedding model, a MiniLM .onnx file or an ONNX embedder folder
     model: str | None = None  # GGUF chat model for enrichment; None: not configured
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0; -1: all
     n_ctx: int = 4096  # the generation model's context window (capped at its training size)

@@ -102,29 +102,17 @@ class OnnxMiniLM:
         self._batch_tokens = max(1, batch_tokens)
         self._session: Any = None
         self._tokenizer: Any = None
+        self._inputs: set[str] = set()
         self._lock = threading.Lock()
 
     def _load(self) -> None:
         try:
-            # lazy: onnxruntime and tokenizers take long to import; loaded on the first embed
+            # lazy: onnxruntime takes long to import; loaded on the first embed
             import onnxruntime as ort
-            from tokenizers import Tokenizer
-            from tokenizers.models import WordPiece
-            from tokenizers.normalizers import BertNormalizer
-            from tokenizers.pre_tokenizers import BertPreTokenizer
-            from tokenizers.processors import TemplateProcessing
         except ImportError as exc:  # pragma: no cover - install problem
             raise ModelError(f"embedding runtime missing: {exc}; reinstall localmem") from exc
         path = self._model_path or _packaged_onnx()
-        vocab = resources.files("localmem") / "data" / "minilm-vocab.txt"
-        with resources.as_file(vocab) as vocab_path:
-            tok = Tokenizer(WordPiece.from_file(str(vocab_path), unk_token="[UNK]"))
-        tok.normalizer = BertNormalizer(lowercase=True, strip_accents=None)
-        tok.pre_tokenizer = BertPreTokenizer()
-        tok.post_processor = TemplateProcessing(
-            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 101), ("[SEP]", 102)]
-        )
-        tok.enable_truncation(MAX_TOKENS)
+        tok = self._make_tokenizer()
         tok.no_padding()  # batches are padded here, after sorting by length
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads or min(4, os.cpu_count() or 1)
@@ -141,7 +129,12 @@ class OnnxMiniLM:
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"cannot load embedding model {path}: {exc}") from exc
         self._tokenizer = tok
+        self._inputs = {i.name for i in self._session.get_inputs()}  # token_type_ids is optional
         heap.release()  # the graph optimisation's scratch memory (~65 MB) and the model bytes would stay resident
+
+    def _make_tokenizer(self) -> Any:
+        """The packaged model's WordPiece tokenizer, truncating at ``MAX_TOKENS``."""
+        return minilm_tokenizer(MAX_TOKENS)
 
     def _encode(self, texts: Sequence[str]) -> list[Any]:
         if self._session is None:
@@ -156,10 +149,10 @@ class OnnxMiniLM:
         for row, e in enumerate(encs):
             ids[row, : len(e.ids)] = e.ids
             mask[row, : len(e.ids)] = 1
-        hidden = self._session.run(
-            None,
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-        )[0]
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        if hidden.ndim != 3 or hidden.shape[2] != self.dim:
+            raise ModelError(f"the embedding model gave shape {hidden.shape}, not token vectors of {self.dim}")
         return np.asarray(hidden, dtype=np.float32), mask
 
     def _batches(self, encs: Sequence[Any]) -> list[list[int]]:
@@ -229,6 +222,28 @@ class OnnxMiniLM:
             for (i, k), vec in zip(leftovers, alone, strict=True):
                 span_out[i][k] = vec
         return normalize(text_out), [normalize(s) if len(s) else s for s in span_out]
+
+
+def minilm_tokenizer(max_tokens: int = MAX_TOKENS) -> Any:
+    """all-MiniLM-L6-v2's tokenizer (``tokenizers.Tokenizer``) from the vocabulary
+    localmem ships: lower-cased WordPiece, ``[CLS] text [SEP]``, cut at ``max_tokens``."""
+    try:
+        # lazy: tokenizers takes long to import; loaded on the first embed
+        from tokenizers import Tokenizer
+        from tokenizers.models import WordPiece
+        from tokenizers.normalizers import BertNormalizer
+        from tokenizers.pre_tokenizers import BertPreTokenizer
+        from tokenizers.processors import TemplateProcessing
+    except ImportError as exc:  # pragma: no cover - install problem
+        raise ModelError(f"embedding runtime missing: {exc}; reinstall localmem") from exc
+    vocab = resources.files("localmem") / "data" / "minilm-vocab.txt"
+    with resources.as_file(vocab) as vocab_path:
+        tok = Tokenizer(WordPiece.from_file(str(vocab_path), unk_token="[UNK]"))
+    tok.normalizer = BertNormalizer(lowercase=True, strip_accents=None)
+    tok.pre_tokenizer = BertPreTokenizer()
+    tok.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 101), ("[SEP]", 102)])
+    tok.enable_truncation(max_tokens)
+    return tok
 
 
 def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -10,16 +10,22 @@ from pathlib import Path
 
 from localmem.config import Settings
 from localmem.errors import ConfigError
+from localmem.models import onnx_folder
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.models.gguf_embedding import GGUFEmbedder
 from localmem.models.llm import LlamaGenerator, get_generator
 
 
 def default_embedder(spec: str = "default") -> Embedder:
-    """The embedder a setting names: "default" (the packaged MiniLM), a .gguf or a .onnx file."""
+    """The embedder a setting names: "default" (the packaged MiniLM), a .gguf or a .onnx
+    file, or an ONNX sentence-embedder folder (``models/onnx_folder.py``)."""
     if spec in ("", "default", OnnxMiniLM.model_id):
         return OnnxMiniLM()
     path = Path(spec).expanduser()
+    if onnx_folder.is_folder(path):
+        return onnx_folder.OnnxFolderEmbedder(path)
+    if path.is_dir():
+        raise ConfigError(f"embedding model folder {path} has no {onnx_folder.CONFIG_NAME}")
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise ConfigError(f"embedding model not found: {path}")
@@ -28,7 +34,9 @@ def default_embedder(spec: str = "default") -> Embedder:
         if not path.is_file():
             raise ConfigError(f"embedding model not found: {path}")
         return OnnxMiniLM(model_path=path)
-    raise ConfigError(f"unknown embedder {spec!r}: use 'default', a .gguf file or a MiniLM .onnx file")
+    raise ConfigError(
+        f"unknown embedder {spec!r}: use 'default', a .gguf file, a MiniLM .onnx file or an ONNX embedder folder"
+    )
 
 
 def embedder_for(settings: Settings) -> Embedder:

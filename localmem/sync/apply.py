@@ -1,5 +1,7 @@
-"""Apply another device's changes to this store, through the one door (``storage.changes``)
-with ``origin=<device>``: the merge rules of docs/sync.md.
+"""The merge rules of docs/sync.md: what another device's changes become in this store.
+This module reads a segment's changes and hands them, as records, to ONE storage call
+per segment (``storage.sync.folding.commit_segment``), which writes them through the
+one door (``storage.changes``) with ``origin=<device>`` in one transaction.
 
 - Identity is content: a turn is its hash (the same on every device, because the segment
   carries every field the hash is made of), a cue its (turn hash, kind, text), an
@@ -8,7 +10,7 @@ with ``origin=<device>``: the merge rules of docs/sync.md.
 - Forget wins: a tombstone deletes the turn and, by cascade, everything derived from it,
   and its hash joins the forget set, which the write path consults: the turn is not
   written again by a late segment, an old export, or a re-ingest. A derived change about
-  a forgotten turn is dropped.
+  a forgotten turn is dropped. Tombstones apply first, whatever their place in the segment.
 - A derived change whose turn has not arrived (it came through a third device) waits in
   ``sync_pending`` and is applied when the turn comes, whatever order segments arrive in.
 - Derived layers of two models for one turn: every cue is kept with the model that made
@@ -18,6 +20,12 @@ with ``origin=<device>``: the merge rules of docs/sync.md.
   whatever order they arrive in.
 - Topics: last writer wins per topic key by hybrid-clock stamp; an older change to a
   topic than the one applied is skipped (whole), a removal is a change like any other.
+  A topic keeps the time it was updated on its device (``updated_at``; for a change
+  journaled before that was carried, the time of the change).
+
+The rules that depend on what the store holds at the moment of writing (forgotten, not
+arrived yet, an older topic stamp, a cue another model made) are conditional writes in
+``commit_segment``'s transaction; this module decides everything else.
 """
 
 from __future__ import annotations
@@ -25,19 +33,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from localmem.records import SessionIn, TurnIn
-from localmem.storage.engine import db
-from localmem.storage.sync import log as sync_log
-from localmem.storage.sync import state as sync_state
+from localmem.storage.sync.folding import Counts, Derived, Incoming, TopicChange
 from localmem.storage.write import changes as door
-from localmem.storage.write import forgets
-from localmem.storage.write.graph import link_semantic
-from localmem.storage.write.store import Store
-from localmem.storage.write.vectorize import turn_doc
 
 DERIVED = ("enrichment", "cue", "antecedent", "topic", "topic_removed")
+KNOWN = ("forget", "turn", "session", *DERIVED)
 
 
 @dataclass
@@ -49,197 +53,115 @@ class Applied:
     dropped: int = 0
     unknown: dict[str, int] = field(default_factory=dict)
 
+    def add(self, c: Counts) -> None:
+        self.turns += c.turns
+        self.forgotten += c.forgotten
+        self.derived += c.derived
+        self.pending += c.pending
+        self.dropped += c.dropped
 
-def apply_changes(store: Store, device: str, items: Sequence[dict[str, Any]], out: Applied) -> None:
-    """Apply one segment's changes: forgets first (forget wins whatever the order), then
-    sessions and turns, then the derived layers."""
-    gone = [c["key"] for c in items if c["kind"] == "forget"]
-    if gone:
 
-        def forget() -> None:
-            with db.transaction(store.conn):
-                forgets.mark_forgotten(store.conn, gone)
-                out.forgotten += door.forget(store.conn, gone, origin=device)
-
-        store.retrying(forget)
-    _turns(store, device, [c for c in items if c["kind"] == "turn" and "turn" in c], out)
-    sessions = [c for c in items if c["kind"] == "session" and isinstance(c.get("data"), dict)]
-    if sessions:
-
-        def fill() -> None:
-            with db.transaction(store.conn):
-                for c in sessions:
-                    door.add_session(store.conn, door.session_from_data(c["data"]), origin=device)
-
-        store.retrying(fill)
-    apply_derived(store, device, [c for c in items if c["kind"] in DERIVED], out)
+def incoming(items: Sequence[dict[str, Any]], out: Applied) -> Incoming:
+    """A segment's changes as records in the order they apply: tombstones, sessions
+    with their turns, session headers, derived changes. A kind this localmem does not
+    know is counted in ``out.unknown`` and skipped (a newer device's layer)."""
     for c in items:
-        if c["kind"] not in DERIVED and c["kind"] not in ("forget", "turn", "session"):
+        if c["kind"] not in KNOWN:
             out.unknown[c["kind"]] = out.unknown.get(c["kind"], 0) + 1
+    return Incoming(
+        forgets=tuple(str(c["key"]) for c in items if c["kind"] == "forget"),
+        sessions=_sessions([c for c in items if c["kind"] == "turn" and "turn" in c]),
+        headers=tuple(
+            door.session_from_data(c["data"])
+            for c in items
+            if c["kind"] == "session" and isinstance(c.get("data"), dict)
+        ),
+        derived=derived([c for c in items if c["kind"] in DERIVED]),
+    )
 
 
-def _turns(store: Store, device: str, items: list[dict[str, Any]], out: Applied) -> None:
-    gone = forgets.forgotten_among(store.conn, [c["key"] for c in items])
+def _sessions(items: list[dict[str, Any]]) -> tuple[SessionIn, ...]:
     by_session: dict[tuple[str, str, bool], list[dict[str, Any]]] = {}
     for c in items:
-        if c["key"] in gone:
-            continue
         t = c["turn"]
         # A turn without a time of its own must not take the session's start as its time:
         # that would change its hash. It goes in a session record without a start.
         by_session.setdefault((str(t["source"]), str(t["session"]), t["ts"] is None), []).append(t)
+    out = []
     for (source, key, untimed), turns in by_session.items():
         turns.sort(key=lambda t: (int(t["ord"]), str(t["ts"] or "")))
-        sess = SessionIn(
-            key=key,
-            source=source,
-            title=str(turns[0].get("title") or ""),
-            started_at=None if untimed else turns[0].get("started_at"),
-            turns=tuple(
-                TurnIn(
-                    text=str(t["text"]),
-                    speaker=str(t["speaker"]),
-                    role=str(t["role"]),
-                    timestamp=t["ts"],
-                    source_id=t["source_id"],
-                )
-                for t in turns
-            ),
+        out.append(
+            SessionIn(
+                key=key,
+                source=source,
+                title=str(turns[0].get("title") or ""),
+                started_at=None if untimed else turns[0].get("started_at"),
+                turns=tuple(
+                    TurnIn(
+                        text=str(t["text"]),
+                        speaker=str(t["speaker"]),
+                        role=str(t["role"]),
+                        timestamp=t["ts"],
+                        source_id=t["source_id"],
+                    )
+                    for t in turns
+                ),
+            )
         )
-        res = store.write(sess, origin=device)
-        out.turns += res.new_turns
+    return tuple(out)
 
 
-def _hashes_of(c: dict[str, Any]) -> list[str]:
+def derived(items: Sequence[dict[str, Any]]) -> tuple[Derived, ...]:
+    """Model-derived changes (from a segment, or waiting in ``sync_pending``) as records."""
+    return tuple(_derived(c) for c in items)
+
+
+def _derived(c: dict[str, Any]) -> Derived:
     d = c.get("data") or {}
-    kind = c["kind"]
+    kind, model = str(c["kind"]), str(c.get("model") or "")
+    raw = json.dumps(c, sort_keys=True)
     if kind == "enrichment":
-        return [c["key"]]
-    if kind == "cue":
-        return [str(d["turn"])]
-    if kind == "antecedent":
-        return [str(d["src"]), str(d["dst"])]
-    if kind == "topic":
-        return [str(h) for h in d.get("add", [])]
-    return []
-
-
-def apply_derived(
-    store: Store, device: str, items: Sequence[dict[str, Any]], out: Applied, drop: Sequence[int] = ()
-) -> None:
-    """Apply model-derived changes whose turns are here; keep the others pending. ``drop``:
-    the pending rows ``items`` came from, removed in the same transaction."""
-    conn = store.conn
-    needed = {h for c in items for h in _hashes_of(c)}
-    removed = {str(h) for c in items if c["kind"] == "topic" for h in (c.get("data") or {}).get("remove", [])}
-    ids = sync_state.turn_ids(conn, needed | removed)
-    gone = forgets.forgotten_among(conn, needed - set(ids))
-    ready: list[dict[str, Any]] = []
-    waiting: list[tuple[str, dict[str, Any]]] = []
-    for c in items:
-        hashes = _hashes_of(c)
-        if c["kind"] != "topic" and any(h in gone for h in hashes):
-            out.dropped += 1
-        elif missing := [h for h in hashes if h not in ids and h not in gone]:
-            waiting.append((missing[0], c))
-        else:
-            ready.append(c)
-    cues = [c for c in ready if c["kind"] == "cue"]
-    who = sync_state.turn_docs(conn, [ids[str(c["data"]["turn"])] for c in cues])
-    docs: list[str] = []
-    for c in cues:
-        speaker, ts = who[ids[str(c["data"]["turn"])]]
-        docs.append(turn_doc(speaker, str(c["data"]["text"]), ts))
-    vecs = store.embedder.embed(docs) if docs else None  # outside the transaction
-
-    def write() -> None:
-        with db.transaction(conn):
-            sync_log.drop_pending(conn, list(drop))
-            linked: list[int] = []
-            for missing, c in waiting:
-                sync_log.add_pending(conn, device, missing, json.dumps(c, sort_keys=True))
-            at = 0
-            for c in ready:
-                if c["kind"] == "cue":
-                    tid = ids[str(c["data"]["turn"])]
-                    assert vecs is not None
-                    if _cue(conn, device, c, tid, docs[at], vecs[at]):
-                        linked.append(tid)
-                    at += 1
-                else:
-                    _derived(conn, device, c, ids)
-            if linked:
-                link_semantic(conn, store.mirrors(), linked, store.params.semantic_k)
-
-    store.retrying(write)
-    out.derived += len(ready)
-    out.pending += len(waiting)
-
-
-def _cue(conn: db.Conn, device: str, c: dict[str, Any], tid: int, doc: str, vec: Any) -> bool:
-    d = c["data"]
-    cw = door.CueWrite(
-        kind=str(d["kind"]),
-        text=str(d["text"]),
-        start=int(d["span"][0]),
-        end=int(d["span"][1]),
-        subject=d.get("subject"),
-        relation=d.get("relation"),
-        object=d.get("object"),
-        tags=tuple(str(t) for t in d.get("tags", [])),
-    )
-    model = str(c.get("model") or "")
-    cid = door.add_cue(conn, tid, str(d["turn"]), cw, model, origin=device)
-    if cid is None:
-        door.merge_cue(conn, tid, str(d["turn"]), cw, model, origin=device)
-        return False
-    sync_state.index_cue(conn, cid, doc, vec)
-    return True
-
-
-def _derived(conn: db.Conn, device: str, c: dict[str, Any], ids: dict[str, int]) -> None:
-    d = c.get("data") or {}
-    model = str(c.get("model") or "")
-    kind = c["kind"]
-    if kind == "enrichment":
-        tid = ids[c["key"]]
-        ew = door.EnrichmentWrite(
+        e = door.EnrichmentWrite(
             d.get("memory_type"),
             str(d["type_source"]),
             bool(d["low_info"]),
             int(d["cues_kept"]),
             int(d["cues_rejected"]),
         )
-        if door.add_enrichment(conn, tid, ew, model, origin=device) is None:
-            door.merge_enrichment(conn, tid, str(c["key"]), ew, model, origin=device)
-        sync_state.extraction_done(conn, tid)
-    elif kind == "antecedent":
-        link = door.LinkWrite(ids[str(d["src"])], ids[str(d["dst"])], float(d["weight"]), str(d["reason"]))
-        door.add_antecedents(conn, [link], model, origin=device)
-    else:
-        _topic(conn, device, c, ids)
-
-
-def _topic(conn: db.Conn, device: str, c: dict[str, Any], ids: dict[str, int]) -> None:
-    key, hlc = c["key"], int(c["hlc"])
-    if hlc <= sync_state.topic_clock(conn, key):
-        return  # an older change than the one applied: last writer wins
-    sync_state.set_topic_clock(conn, key, hlc)
-    found = sync_state.topic_of(conn, key)
-    if c["kind"] == "topic_removed":
-        if found:
-            door.remove_topic(conn, found[0], found[1], origin=device)
-        return
-    d = c["data"]
-    members = sync_state.topic_ids(conn, [str(k) for k in d.get("topics", [])])
-    tw = door.TopicWrite(
-        id=None if found is None else found[0],
+        return Derived(kind, raw, model, needs=(str(c["key"]),), turn=str(c["key"]), enrichment=e)
+    if kind == "cue":
+        cue = door.CueWrite(
+            kind=str(d["kind"]),
+            text=str(d["text"]),
+            start=int(d["span"][0]),
+            end=int(d["span"][1]),
+            subject=d.get("subject"),
+            relation=d.get("relation"),
+            object=d.get("object"),
+            tags=tuple(str(t) for t in d.get("tags", [])),
+        )
+        return Derived(kind, raw, model, needs=(str(d["turn"]),), turn=str(d["turn"]), cue=cue)
+    if kind == "antecedent":
+        link = (str(d["src"]), str(d["dst"]), float(d["weight"]), str(d["reason"]))
+        return Derived(kind, raw, model, needs=link[:2], link=link)
+    if kind == "topic_removed":
+        return Derived(kind, raw, model, topic=TopicChange(str(c["key"]), int(c["hlc"]), removed=True))
+    topic = TopicChange(
+        key=str(c["key"]),
+        hlc=int(c["hlc"]),
         kind=str(d["kind"]),
         label=str(d["label"]),
         summary=str(d.get("summary") or ""),
-        updated_at=str(c.get("updated_at") or ""),
-        add_turns=tuple(ids[h] for h in d.get("add", []) if h in ids),
-        remove_turns=tuple(ids[h] for h in d.get("remove", []) if h in ids),
-        add_topics=tuple(members.values()),
+        updated_at=str(d.get("updated_at") or _iso(c.get("at"))),
+        add=tuple(str(h) for h in d.get("add", [])),
+        remove=tuple(str(h) for h in d.get("remove", [])),
+        topics=tuple(str(k) for k in d.get("topics", [])),
     )
-    door.put_topic(conn, tw, c.get("model"), origin=device, key=key)
+    return Derived(kind, raw, model, needs=topic.add, topic=topic)
+
+
+def _iso(at: Any) -> str:
+    """A change's time (seconds since the epoch) as topics store theirs (``now_iso``)."""
+    if not isinstance(at, int | float):
+        return ""
+    return datetime.fromtimestamp(float(at), UTC).replace(tzinfo=None).isoformat(timespec="milliseconds")

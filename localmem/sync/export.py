@@ -1,31 +1,37 @@
-"""Export: append this device's new journal rows to ``DIR/<device-id>/`` as segments.
+"""Export: append this device's new journal rows to ``DIR/<device-id>/`` as segments;
+and the one rule for what a segment holds, used again when one is rewritten (``rewrite``).
 
 Invariants:
 - only changes made here (``origin`` NULL) are exported, each once, oldest first; a
-  turn carries its content, read by hash at export time (a turn forgotten before its
-  export is not exported; its tombstone is);
-- the segment file is complete on disk (temp name, fsync, rename) before the export
-  position moves, in the same write transaction that read the rows: a crash in between
-  leaves the position where it was, and the next export writes those changes again in a
-  segment with the next free number (folding twice is a no-op), never over a file;
+  turn carries its content, read by hash at export time;
+- forgotten content is never written: a turn forgotten before its export is not
+  exported (its tombstone is), nor a cue, extraction record or antecedent edge about a
+  forgotten turn, nor the header of a session left without turns;
+- a row's clock stamp is the segment's first stamp plus its distance in the journal
+  (``hlc_lo + seq - seq_lo``), so a segment written again carries the same stamps;
+- the segment file is complete on disk (``folder.put``: temp name, fsync, rename) before
+  it is recorded and the export position moves (``storage.sync.exporting.save_export``):
+  a crash in between leaves the position where it was, and the next export writes those
+  changes again in a segment with the next free number (folding twice is a no-op);
 - the next number is past every segment already in this device's folder, so a store
   restored from an old backup never writes a number it used before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localmem.storage.engine import db
-from localmem.storage.sync import log as sync_log
-from localmem.storage.sync import state as sync_state
+from localmem.storage.sync import exporting
+from localmem.storage.sync.exporting import Outgoing, OwnSegment
+from localmem.storage.sync.state import DeviceState
 from localmem.storage.write.store import Store
 from localmem.sync import segment
-from localmem.sync.errors import SyncError
+from localmem.sync.folder import Folder, SegmentExists, segment_name
 from localmem.sync.hlc import HybridClock
 from localmem.sync.keys import Keyring
 
@@ -37,91 +43,87 @@ class Exported:
     segments: int = 0
     changes: int = 0
     bytes: int = 0
+    rewritten: int = 0  # own segments written again (a key change, a forget)
+    removed: int = 0  # own segments removed (written again under new numbers)
 
 
-def device_of(store: Store) -> sync_state.DeviceState:
+def device_of(store: Store) -> DeviceState:
     """This store's sync identity, made on first use (a random 16-hex-digit id)."""
-    state = sync_state.device_state(store.conn)
-    if state is not None:
-        return state
-
-    def make() -> sync_state.DeviceState:
-        with db.transaction(store.conn):
-            return sync_state.create_device(store.conn, secrets.token_hex(8))
-
-    return store.retrying(make)
+    return exporting.device(store, secrets.token_hex(8))
 
 
-def own_numbers(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(n for p in folder.iterdir() if (n := segment.segment_number(p.name)) is not None)
+def held_now(batch: Outgoing, hlc_lo: int) -> tuple[list[dict[str, Any]], str]:
+    """The changes a segment holds for ``batch``'s rows as the store stands now (the
+    module docstring's rules), stamped from ``hlc_lo``; and the digest of the rows kept."""
+    seq_lo = batch.rows[0].seq if batch.rows else 0
+    items: list[dict[str, Any]] = []
+    kept: list[int] = []
+    for r in batch.rows:
+        if r.kind == "turn" and r.key not in batch.turns:
+            continue  # forgotten: its tombstone goes instead
+        if r.kind == "session" and r.seq not in batch.live_sessions:
+            continue  # a session left without turns: its header (a title is content) goes too
+        if any(h in batch.forgotten for h in batch.about.get(r.seq, ())):
+            continue  # derived from a forgotten turn
+        item: dict[str, Any] = {
+            "hlc": hlc_lo + (r.seq - seq_lo),
+            "kind": r.kind,
+            "key": r.key,
+            "model": r.model,
+            "data": None if r.data is None else json.loads(r.data),
+            "at": r.at,
+        }
+        if r.kind == "turn":
+            item["turn"] = batch.turns[r.key]
+        items.append(item)
+        kept.append(r.seq)
+    return items, hashlib.sha256(",".join(map(str, kept)).encode()).hexdigest()
 
 
 def export(store: Store, root: Path, keys: Keyring) -> Exported:
     """Write every change made here since the last export into new segments."""
-    if not root.is_dir():
-        raise SyncError(
-            f"{root}: the sync folder does not exist (make it, or point to the folder your sync tool carries)"
-        )
+    folder = Folder(root)
+    folder.require()
     out = Exported()
     device = device_of(store).device
-    own = root / device
-    _remove_own_temps(own)
-    while True:
-        written = store.retrying(lambda: _one_segment(store, own, keys))
-        if written is None:
-            return out
-        out.segments += 1
-        out.changes += written[0]
-        out.bytes += written[1]
+    folder.remove_temps(device)
+    while (batch := exporting.outgoing(store, SEGMENT_CHANGES)) is not None:
+        changes, size = _one_segment(store, folder, batch, keys)
+        out.segments += 1 if size else 0
+        out.changes += changes
+        out.bytes += size
+    return out
 
 
-def _one_segment(store: Store, own: Path, keys: Keyring) -> tuple[int, int] | None:
-    conn = store.conn
-    with db.transaction(conn):
-        state = sync_state.device_state(conn)
-        if state is None:
-            raise SyncError("the store lost its sync identity during the export")
-        rows = sync_state.local_changes(conn, state.exported_seq, SEGMENT_CHANGES)
-        if not rows:
-            return None
-        clock = HybridClock(state.hlc)
-        turns = sync_state.turn_payloads(conn, [r.key for r in rows if r.kind == "turn"])
-        items: list[dict[str, Any]] = []
-        for r in rows:
-            item: dict[str, Any] = {
-                "hlc": clock.now(),
-                "kind": r.kind,
-                "key": r.key,
-                "model": r.model,
-                "data": None if r.data is None else json.loads(r.data),
-                "at": r.at,
-            }
-            if r.kind == "turn":
-                if r.key not in turns:
-                    continue  # forgotten before it was exported: the tombstone follows
-                item["turn"] = turns[r.key]
-            items.append(item)
-        n = max([state.next_segment, *(x + 1 for x in own_numbers(own))])
-        size = 0
-        if items:
-            path, data = segment.write(own, state.device, n, items, keys)
-            size = len(data)
-            # recorded like a folded segment, so this store never folds its own again
-            # (but a store restored from an older backup folds what it wrote after it)
-            sync_log.record_folded(
-                conn, state.device, n, segment.file_sha256(data), path.name, len(items), size, clock.last
-            )
+def _one_segment(store: Store, folder: Folder, batch: Outgoing, keys: Keyring) -> tuple[int, int]:
+    state = batch.state
+    hlc_lo = HybridClock(state.hlc).now()
+    seq_lo, seq_hi = batch.rows[0].seq, batch.rows[-1].seq
+    last = hlc_lo + seq_hi - seq_lo
+    items, digest = held_now(batch, hlc_lo)
+    n = max([state.next_segment, *(x + 1 for x in folder.numbers(state.device))])
+    own = None
+    while items:
+        data = segment.encode(state.device, n, items, keys)
+        try:
+            folder.put(state.device, n, data)
+        except SegmentExists:  # another process of this store took the number: the next one
             n += 1
-        sync_state.save_export(conn, rows[-1].seq, n, clock.last)
-    return len(items), size
-
-
-def _remove_own_temps(own: Path) -> None:
-    """A temp file of ours left by a kill mid-write: never a segment, safe to remove
-    (only this device writes its folder)."""
-    if own.is_dir():
-        for p in own.iterdir():
-            if segment.is_own_temp(p.name):
-                p.unlink(missing_ok=True)
+            continue
+        own = OwnSegment(
+            n,
+            seq_lo,
+            seq_hi,
+            hlc_lo,
+            batch.keys.key_epoch,
+            keys.sealed,
+            digest,
+            segment.file_sha256(data),
+            segment_name(n),
+            len(items),
+            len(data),
+        )
+        n += 1
+        break
+    exporting.save_export(store, state.device, seq_hi, n, last, own)
+    return len(items), 0 if own is None else own.size

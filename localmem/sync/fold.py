@@ -4,12 +4,13 @@ Invariants:
 - a segment is folded only when it verifies whole (format version, length, sha256,
   decryption, JSON); one that does not is recorded as refused (or incomplete, when it is
   still arriving) and looked at again next time: nothing of it is applied;
-- a segment is recorded as folded after all its changes are applied (each step its own
-  transaction): a crash mid-fold folds it again, which changes nothing already applied;
+- a segment's changes and the record that it was folded commit in one transaction
+  (``storage.sync.folding.commit_segment``): a crash mid-fold leaves it unfolded, and it
+  folds again next time;
 - segments fold in number order per device, but nothing depends on it: gaps (a segment
   still on its way) and late arrivals fold whenever they come (merge rules in apply.py);
-- this device's own segments are recorded when written, so they are never folded back;
-  one in its folder that this store has no record of (it was restored from an older
+- this device's own segments are recorded when written (``sync_own``), so they are never
+  folded back, even rewritten; one in its folder that this store has no record of (it was restored from an older
   backup) is folded like another device's, so nothing it wrote before the restore is lost.
 """
 
@@ -18,17 +19,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from localmem.storage.engine import db
+from localmem.storage.sync import exporting, folding
 from localmem.storage.sync import log as sync_log
 from localmem.storage.sync import state as sync_state
 from localmem.storage.write import forgets
 from localmem.storage.write.store import Store
-from localmem.sync import segment
-from localmem.sync.apply import Applied, apply_changes, apply_derived
+from localmem.sync import apply, segment
+from localmem.sync.apply import Applied
 from localmem.sync.errors import Incomplete, Refused
 from localmem.sync.export import device_of
+from localmem.sync.folder import Folder, SegmentFile, segment_name
 from localmem.sync.hlc import HybridClock
 from localmem.sync.keys import Keyring
 
@@ -45,73 +46,59 @@ class Folded:
 
 def fold(store: Store, root: Path, keys: Keyring) -> Folded:
     out = Folded()
-    device_of(store)
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        _fold_device(store, folder, keys, out)
+    me = device_of(store).device
+    folder = Folder(root)
+    for device in folder.devices():
+        mine = {segment_name(s.number) for s in exporting.own_segments(store)} if device == me else set()
+        _fold_device(store, folder, device, keys, out, mine)
     _retry_pending(store, out)
     return out
 
 
-def _fold_device(store: Store, folder: Path, keys: Keyring, out: Folded) -> None:
-    device = folder.name
-    names: set[str] = set()
-    files = []
-    for p in folder.iterdir():
-        n = segment.segment_number(p.name)
-        if n is not None and p.is_file():
-            names.add(p.name)
-            files.append((n, p.name, p))
-    for n, name, path in sorted(files):
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+def _fold_device(store: Store, folder: Folder, device: str, keys: Keyring, out: Folded, mine: set[str]) -> None:
+    files = folder.segments(device)
+    for f in files:
+        if f.name in mine:
+            continue  # written by this store (perhaps rewritten since its last record): never folded back
+        data = folder.read(f)
+        if data is None:
             continue  # renamed or removed by the sync tool meanwhile
         digest = segment.file_sha256(data)
-        if sync_log.is_folded(store.conn, device, n, digest):
+        if sync_log.is_folded(store.conn, device, f.number, digest):
             continue
         try:
-            seg = segment.decode(data, keys, where=f"{device}/{name}")
-            if seg.header.device != device or seg.header.segment != n:
+            seg = segment.decode(data, keys, where=f"{device}/{f.name}")
+            if seg.header.device != device or seg.header.segment != f.number:
                 raise Refused(
-                    f"{device}/{name}: the header says device {seg.header.device} segment {seg.header.segment}"
+                    f"{device}/{f.name}: the header says device {seg.header.device} segment {seg.header.segment}"
                 )
         except (Refused, Incomplete) as exc:
-            _refuse(store, device, name, str(exc), isinstance(exc, Incomplete), out)
+            (out.incomplete if isinstance(exc, Incomplete) else out.refused).append(str(exc))
+            folding.record_refusal(store, device, f.name, str(exc), incomplete=isinstance(exc, Incomplete))
             continue
-        apply_changes(store, device, seg.changes, out.applied)
-        _record(store, device, n, name, seg)
+        _record(store, f, seg, out)
         out.segments += 1
         out.changes += len(seg.changes)
         out.bytes += seg.size
-
-    def tidy() -> None:
-        with db.transaction(store.conn):
-            sync_log.clear_refused(store.conn, device, names)
-
-    store.retrying(tidy)
+    folding.forget_refusals(store, device, {f.name for f in files})
 
 
-def _record(store: Store, device: str, n: int, name: str, seg: segment.Segment) -> None:
-    def record() -> None:
-        with db.transaction(store.conn):
-            sync_log.record_folded(
-                store.conn, device, n, seg.sha256, name, len(seg.changes), seg.size, seg.header.hlc_hi
-            )
-            state = sync_state.device_state(store.conn)
-            clock = HybridClock(state.hlc if state else 0)
-            sync_state.save_hlc(store.conn, clock.observe(seg.header.hlc_hi))
-
-    store.retrying(record)
-
-
-def _refuse(store: Store, device: str, name: str, reason: str, incomplete: bool, out: Folded) -> None:
-    (out.incomplete if incomplete else out.refused).append(reason)
-
-    def record() -> None:
-        with db.transaction(store.conn):
-            sync_log.record_refused(store.conn, device, name, reason, incomplete=incomplete)
-
-    store.retrying(record)
+def _record(store: Store, f: SegmentFile, seg: segment.Segment, out: Folded) -> None:
+    """Apply one segment and record it as folded: one transaction
+    (tests/helpers/sync_worker.py hooks this step to kill a fold between segments)."""
+    state = sync_state.device_state(store.conn)
+    clock = HybridClock(state.hlc if state else 0)
+    done = folding.FoldedFile(
+        f.device,
+        f.number,
+        f.name,
+        seg.sha256,
+        len(seg.changes),
+        seg.size,
+        seg.header.hlc_hi,
+        clock.observe(seg.header.hlc_hi),
+    )
+    out.applied.add(folding.commit_segment(store, done, apply.incoming(seg.changes, out.applied)))
 
 
 def _retry_pending(store: Store, out: Folded) -> None:
@@ -125,10 +112,11 @@ def _retry_pending(store: Store, out: Folded) -> None:
     rows = sync_log.pending_for(store.conn, here | gone)
     if not rows:
         return
-    by_device: dict[str, tuple[list[dict[str, Any]], list[int]]] = {}
+    by_device: dict[str, tuple[list[str], list[int]]] = {}
     for pid, device, change in rows:
         items, ids = by_device.setdefault(device, ([], []))
-        items.append(json.loads(change))
+        items.append(change)
         ids.append(pid)
     for device, (items, ids) in by_device.items():
-        apply_derived(store, device, items, out.applied, drop=ids)  # one still missing a turn waits again
+        changes = apply.derived([json.loads(c) for c in items])
+        out.applied.add(folding.commit_pending(store, device, changes, ids))

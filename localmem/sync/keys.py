@@ -12,12 +12,19 @@ so a plaintext sync needs no extra package (``pip install 'localmem[sync]'`` bri
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localmem.errors import ConfigError
+from localmem.storage.engine.keys import SYNC_PASSPHRASE_ENV, read_age_identities, read_key_file
 from localmem.sync.errors import Refused
+
+_CHECK = b"localmem sync key check 1"
+_MATCHED: dict[tuple[bytes, bytes], bool] = {}  # (check, passphrase) digests -> matched, this process
 
 
 def _pyrage() -> Any:
@@ -25,7 +32,7 @@ def _pyrage() -> Any:
         import pyrage  # optional (localmem[sync]): only a sync with a key needs it
     except ImportError:
         raise ConfigError(
-            "encrypted sync needs the age library: pip install 'localmem[sync]' (or pip install pyrage)"
+            "encrypted sync needs the age library: pip install -e '.[sync]' from the checkout (or pip install pyrage)"
         ) from None
     return pyrage
 
@@ -46,6 +53,44 @@ class Keyring:
         if self.identities or self.recipients:
             return f"age ({len(self.identities)} identities, {len(self.recipients)} extra recipients)"
         return "none (plaintext)"
+
+    @property
+    def sealed(self) -> str:
+        """How a segment body is kept under this keyring: ``age`` or ``plain``."""
+        return "age" if self.encrypts else "plain"
+
+    def check(self) -> bytes:
+        """A record of this keyring that says whether a later one is the same, without
+        holding the key: ``plain``; for identities and recipients the sha256 of the
+        public keys segments go to; for a passphrase a short text age-encrypted with it."""
+        if not self.encrypts:
+            return b"plain"
+        if not self.passphrase:
+            return b"x25519:" + hashlib.sha256("\n".join(sorted(self._recipient_keys())).encode()).hexdigest().encode()
+        return b"scrypt:" + self.encrypt(_CHECK)
+
+    def matches(self, check: bytes) -> bool:
+        """Whether ``check`` (from ``check()``) was made by the same keys as this keyring
+        (a passphrase costs one scrypt, once per process)."""
+        if not check.startswith(b"scrypt:") or not self.passphrase:
+            return check == self.check()
+        memo = (hashlib.sha256(check).digest(), hashlib.sha256(self.passphrase.encode()).digest())
+        if memo not in _MATCHED:
+            try:
+                _MATCHED[memo] = (
+                    bytes(_pyrage().passphrase.decrypt(check[len(b"scrypt:") :], self.passphrase)) == _CHECK
+                )
+            except _pyrage().DecryptError:
+                _MATCHED[memo] = False
+        return _MATCHED[memo]
+
+    def _recipient_keys(self) -> list[str]:
+        pyrage = _pyrage()
+        try:
+            own = [str(pyrage.x25519.Identity.from_str(i).to_public()) for i in self.identities]
+        except (pyrage.IdentityError, ValueError) as exc:
+            raise ConfigError(f"a sync key is not a valid age identity: {exc}") from None
+        return own + list(self.recipients)
 
     def encrypt(self, data: bytes) -> bytes:
         pyrage = _pyrage()
@@ -75,28 +120,65 @@ class Keyring:
             raise Refused(f"the segment does not decrypt with this device's key ({exc})") from None
 
 
+def new_identity() -> str:
+    """A new age X25519 identity (``AGE-SECRET-KEY-1…``), as ``age-keygen`` makes one."""
+    return str(_pyrage().x25519.Identity.generate())
+
+
 def load_keyring(
     passphrase_file: Path | None, identity_files: list[Path], recipients: list[str], env_passphrase: str | None
 ) -> Keyring:
-    """The keyring the command line asks for; a file that cannot be read is a ``ConfigError``."""
+    """The keyring the command line asks for. Key files are read by the one reader
+    (``storage.engine.keys``): a file that is missing, empty or readable by others
+    (not ``chmod 600``) is a ``ConfigError``."""
     passphrase = env_passphrase or None
     if passphrase_file is not None:
-        passphrase = _read(passphrase_file).strip("\r\n") or None
-        if passphrase is None:
-            raise ConfigError(f"{passphrase_file}: the passphrase file is empty")
+        passphrase = read_key_file(passphrase_file)
     identities: list[str] = []
     for f in identity_files:
-        found = [ln.strip() for ln in _read(f).splitlines() if ln.strip().startswith("AGE-SECRET-KEY-")]
-        if not found:
-            raise ConfigError(f"{f}: no AGE-SECRET-KEY-1… line (make one with age-keygen)")
+        found = read_age_identities(f)
+        if any(not i.startswith("AGE-SECRET-KEY-") for i in found):
+            raise ConfigError(f"{f}: sync takes age identities (age-keygen), not ssh keys")
         identities += found
     if passphrase and (identities or recipients):
         raise ConfigError("give a passphrase or identities/recipients, not both")
     return Keyring(passphrase, tuple(identities), tuple(recipients))
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the key file ({exc.strerror or exc})") from None
+# -- the command line's key flags (``localmem sync``, ``serve`` / ``localmem-mcp`` / ``watch --sync``) --
+
+
+def add_key_flags(c: argparse.ArgumentParser, prefix: str = "") -> None:
+    c.add_argument(
+        f"--{prefix}passphrase-file",
+        type=Path,
+        help=f"encrypt segments with age to the passphrase in this file, mode 600 (or set ${SYNC_PASSPHRASE_ENV})",
+    )
+    c.add_argument(
+        f"--{prefix}identity",
+        type=Path,
+        action="append",
+        default=[],
+        help="an age identity file (age-keygen, mode 600): encrypt to its public key, decrypt with it (repeatable)",
+    )
+    c.add_argument(
+        f"--{prefix}recipient", action="append", default=[], help="also encrypt to this age1… public key (repeatable)"
+    )
+
+
+def add_sync_flags(c: argparse.ArgumentParser) -> None:
+    """``--sync DIR`` and its interval and keys, for a command that syncs in the background."""
+    c.add_argument("--sync", type=Path, metavar="DIR", help="also sync with this folder in the background")
+    c.add_argument("--sync-interval", type=float, default=30.0, help="seconds between background syncs (default 30)")
+    add_key_flags(c, "sync-")
+
+
+def keyring(args: argparse.Namespace, prefix: str = "") -> Keyring:
+    """The keyring ``add_key_flags``' flags (with ``prefix``) and the environment ask for."""
+    p = prefix.replace("-", "_")
+    return load_keyring(
+        getattr(args, f"{p}passphrase_file"),
+        list(getattr(args, f"{p}identity")),
+        list(getattr(args, f"{p}recipient")),
+        os.environ.get(SYNC_PASSPHRASE_ENV),
+    )

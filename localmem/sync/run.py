@@ -15,12 +15,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from localmem.storage.sync import exporting
 from localmem.storage.sync import log as sync_log
-from localmem.storage.sync import state as sync_state
 from localmem.storage.write import forgets
 from localmem.storage.write.store import Store
-from localmem.sync.export import Exported, device_of, export, own_numbers
+from localmem.sync import rewrite
+from localmem.sync.export import Exported, device_of, export
 from localmem.sync.fold import Folded, fold
+from localmem.sync.folder import Folder, FolderMissing
 from localmem.sync.keys import Keyring
 
 PLAINTEXT_WARNING = (
@@ -58,10 +60,21 @@ class Pass:
 
 
 def sync_once(store: Store, root: Path, keys: Keyring) -> Pass:
+    """One pass: note a key change, fold the others' segments (so a tombstone learnt here
+    keeps forgotten content out of what this device writes next), export this device's
+    changes, then write again its own segments that a key change or a forget made stale."""
     t0 = time.perf_counter()
-    exported = export(store, root, keys)
+    folder = Folder(root)
+    folder.require()
+    me = device_of(store)
+    epoch = rewrite.key_epoch(store, keys)
     folded = fold(store, root, keys)
-    return Pass(device_of(store).device, exported, folded, time.perf_counter() - t0)
+    exported = Exported()
+    rewrite.adopt_legacy(store, folder, me, keys, exported)
+    new = export(store, root, keys)
+    exported.segments, exported.changes, exported.bytes = new.segments, new.changes, new.bytes
+    rewrite.rewrite_own(store, folder, me.device, keys, epoch.epoch, exported)
+    return Pass(me.device, exported, folded, time.perf_counter() - t0)
 
 
 def watch(
@@ -71,14 +84,41 @@ def watch(
     interval: float,
     stop: threading.Event,
     report: Callable[[Pass], None] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> None:
     """Sync every ``interval`` seconds until ``stop`` is set (the sync tool moves files
-    on its own schedule, so polling the folder is as good as watching it)."""
+    on its own schedule, so polling the folder is as good as watching it). A folder that
+    does not exist (yet: the sync tool has not made it) is waited for: ``waiting`` is
+    told once, and the first pass runs when it appears."""
+    told = False
     while not stop.is_set():
-        done = sync_once(store, root, keys)
+        try:
+            done = sync_once(store, root, keys)
+        except FolderMissing as exc:
+            if not told and waiting is not None:
+                waiting(f"{exc}; waiting for it to appear")
+            told = True
+            stop.wait(interval)
+            continue
+        told = False
         if report is not None:
             report(done)
         stop.wait(interval)
+
+
+def health(store: Store) -> dict[str, Any] | None:
+    """What ``doctor`` says of sync: None for a store that never synced, else its device
+    id and every segment refused (with the reason) or still arriving."""
+    state = exporting.device_state(store)
+    if state is None:
+        return None
+    rows = sync_log.refused(store.conn)
+    return {
+        "device": state.device,
+        "refused": [asdict(r) for r in rows if not r.incomplete],
+        "incomplete": [asdict(r) for r in rows if r.incomplete],
+        "unexported_changes": exporting.unexported(store, state.exported_seq),
+    }
 
 
 def status(store: Store, root: Path | None) -> dict[str, Any]:
@@ -86,11 +126,8 @@ def status(store: Store, root: Path | None) -> dict[str, Any]:
     yet), bytes, and every refused or incomplete segment with its reason."""
     me = device_of(store)
     logs = {d.device: d for d in sync_log.device_logs(store.conn)}
-    seen: dict[str, list[int]] = {}
-    if root is not None and root.is_dir():
-        for p in root.iterdir():
-            if p.is_dir() and not p.name.startswith("."):
-                seen[p.name] = own_numbers(p)
+    folder = Folder(root) if root is not None else None
+    seen = {d: folder.numbers(d) for d in folder.devices()} if folder is not None else {}
     devices = []
     for device in sorted(set(logs) | set(seen)):
         log = logs.get(device)
@@ -112,7 +149,7 @@ def status(store: Store, root: Path | None) -> dict[str, Any]:
     return {
         "device": me.device,
         "next_segment": me.next_segment,
-        "unexported_changes": max(0, sync_state.newest_seq(store.conn) - me.exported_seq),
+        "unexported_changes": exporting.unexported(store, me.exported_seq),
         "devices": devices,
         "refused": [asdict(r) for r in sync_log.refused(store.conn)],
         "pending_derived": sync_log.pending_count(store.conn),

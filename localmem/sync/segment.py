@@ -1,6 +1,7 @@
-"""The segment file: one device's batch of changes, immutable once it has its name.
+"""The segment format: one device's batch of changes as bytes, and those bytes checked
+and read back. Where the bytes go (names, fsync, rename, listing) is ``folder``.
 
-Layout (``NNNNNNNN.seg``, eight digits, the device's segment counter)::
+Layout (in a file named ``NNNNNNNN.seg``, see ``folder``)::
 
     LMSEG/<format version>\\n
     <header: one line of JSON>\\n
@@ -11,8 +12,6 @@ how many there are, the body's length and its sha256, and whether the body is ag
 encrypted. The body is zlib-compressed JSON lines, one change each (encrypted after
 compression when a key is set). Invariants:
 
-- a file is written under a temporary name, fsynced, renamed into place and the folder
-  fsynced, so a reader never sees a name over a half-written file this device made;
 - a file shorter than its header says is ``Incomplete`` (a sync tool still carrying it):
   not an error, looked at again next time; any other mismatch (checksum, version,
   decryption, JSON) is ``Refused`` with the reason, and nothing of it is folded;
@@ -23,26 +22,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localmem.sync import folder as transport
 from localmem.sync.errors import Incomplete, Refused, SyncError
+from localmem.sync.folder import segment_number
 from localmem.sync.keys import Keyring
+
+# ``segment_number`` and ``SyncError`` are named here too: a segment's number is read
+# from its name, and ``write`` refuses an existing one with ``SyncError``.
+__all__ = ["FORMAT_VERSION", "Header", "Segment", "SyncError", "decode", "encode", "file_sha256", "read_header"]
+__all__ += ["segment_number", "write"]
 
 FORMAT_VERSION = 1
 MAGIC = b"LMSEG/"
 _MAX_HEADER = 4096
-# A sync tool's copies of a segment keep its number first: Syncthing's
-# "00000003.sync-conflict-20240101-120000-ABCDEFG.seg", Dropbox's
-# "00000003 (Alice's conflicted copy 2024-01-01).seg". They are read like the original
-# (folding is idempotent, so a copy with the same changes adds nothing).
-SEGMENT_NAME = re.compile(r"^(\d{8})(\.seg|[ .].*\.seg)$")
-_TMP = re.compile(r"^\.(\d{8})\.seg\.tmp-\d+$")
 
 
 @dataclass(frozen=True)
@@ -78,21 +76,8 @@ class Segment:
     size: int
 
 
-def segment_name(n: int) -> str:
-    return f"{n:08d}.seg"
-
-
-def segment_number(name: str) -> int | None:
-    m = SEGMENT_NAME.match(name)
-    return int(m.group(1)) if m else None
-
-
 def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def is_own_temp(name: str) -> bool:
-    return _TMP.match(name) is not None
 
 
 def encode(device: str, n: int, changes: Sequence[dict[str, Any]], keys: Keyring) -> bytes:
@@ -120,30 +105,10 @@ def encode(device: str, n: int, changes: Sequence[dict[str, Any]], keys: Keyring
 
 
 def write(folder: Path, device: str, n: int, changes: Sequence[dict[str, Any]], keys: Keyring) -> tuple[Path, bytes]:
-    """Write segment ``n`` into ``folder`` atomically (temp name, fsync, rename, fsync
-    the folder); returns its path and bytes. Refuses to replace an existing segment:
-    segments are immutable."""
-    folder.mkdir(parents=True, exist_ok=True)
-    final = folder / segment_name(n)
-    if final.exists():
-        raise SyncError(f"{final} exists already; segments are never rewritten")
+    """Encode segment ``n`` and write it into ``folder`` (``folder.put``: atomically,
+    never over an existing segment); returns its path and bytes."""
     data = encode(device, n, changes, keys)
-    tmp = folder / f".{n:08d}.seg.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-    return final, data
+    return transport.put(folder, n, data), data
 
 
 def peek_version(data: bytes) -> int:
@@ -158,6 +123,18 @@ def peek_version(data: bytes) -> int:
         return int(data[len(MAGIC) : end])
     except ValueError:
         raise Refused("the format version is not a number") from None
+
+
+def read_header(data: bytes) -> Header:
+    """The header alone (it is never encrypted); ``Refused`` or ``Incomplete`` says why not."""
+    version = peek_version(data)
+    if version < 1 or version > FORMAT_VERSION:
+        raise Refused(f"format version {version} is not one this localmem reads")
+    first = data.index(b"\n") + 1
+    second = data.find(b"\n", first, first + _MAX_HEADER)
+    if second < 0:
+        raise Incomplete("the header has not fully arrived")
+    return _header(version, data[first:second])
 
 
 def decode(data: bytes, keys: Keyring, *, where: str = "segment") -> Segment:

@@ -327,7 +327,7 @@ CREATE TABLE sync_device (
     next_segment INTEGER NOT NULL DEFAULT 1,  -- number of the next segment it writes
     exported_seq INTEGER NOT NULL DEFAULT 0,  -- changes.seq of the newest change exported
     hlc          INTEGER NOT NULL DEFAULT 0   -- newest hybrid-clock stamp given out or seen
-) STRICT;
+, key_epoch INTEGER NOT NULL DEFAULT 0, key_check BLOB, forget_mark INTEGER NOT NULL DEFAULT 0, legacy_through INTEGER NOT NULL DEFAULT 0) STRICT;
 
 -- table sync_folded on sync_folded
 CREATE TABLE sync_folded (
@@ -340,6 +340,19 @@ CREATE TABLE sync_folded (
     hlc_hi    INTEGER NOT NULL,
     folded_at REAL NOT NULL,
     PRIMARY KEY (device, segment, sha256)
+) STRICT;
+
+-- table sync_own on sync_own
+CREATE TABLE sync_own (
+    segment   INTEGER PRIMARY KEY,
+    seq_lo    INTEGER NOT NULL,
+    seq_hi    INTEGER NOT NULL,
+    hlc_lo    INTEGER NOT NULL,
+    key_epoch INTEGER NOT NULL,
+    sealed    TEXT NOT NULL CHECK (sealed IN ('plain', 'age')),
+    digest    TEXT NOT NULL,
+    sha256    TEXT NOT NULL,                  -- of the file as written
+    written   REAL NOT NULL
 ) STRICT;
 
 -- table sync_pending on sync_pending

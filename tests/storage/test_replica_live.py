@@ -1,5 +1,7 @@
-"""While Litestream replicates a store, localmem's writers leave checkpoints to it; once it is
-gone they checkpoint again (``storage.engine.checkpoints``). Real Litestream, real processes."""
+"""While a replica is configured, localmem's writers leave every checkpoint to Litestream:
+while it runs, and after it was killed until it runs again (a checkpoint while it is down
+is what breaks its tracking); once it stops cleanly, or the replica is released, they
+checkpoint again (``storage.engine.checkpoints``). Real Litestream, real processes."""
 
 from __future__ import annotations
 
@@ -72,8 +74,19 @@ def test_writers_leave_checkpoints_to_a_live_litestream(tmp_path: Path, monkeypa
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-        assert not checkpoints.live(db)  # the marker stays, naming a dead process
-        assert autocheckpoint_after_a_write(store, "after Litestream was killed") == checkpoints.DEFAULT_AUTOCHECKPOINT
+        assert not checkpoints.live(db) and checkpoints.crashed(db)  # the marker stays, naming a dead process
+        # killed, not stopped: still no checkpoint of ours, none when the last connection closes
+        assert autocheckpoint_after_a_write(store, "after Litestream was killed") == 0
+        assert in_another_process(db) == 0
+        wal = Path(f"{db}-wal")
+        store.close()
+        assert wal.exists() and wal.stat().st_size > 0  # the last connection closed: the WAL is left for Litestream
+        doctor = subprocess.run(driver("--db", str(db), "doctor"), env=env(), capture_output=True, text=True)
+        assert "its Litestream was killed" in doctor.stdout + doctor.stderr
+        released = subprocess.run(driver("--db", str(db), "replicate", "--release"), env=env(), capture_output=True)
+        assert released.returncode == 0 and not checkpoints.marker(db).exists()
+        store = Store(db, embedder=HashEmbedder())
+        assert autocheckpoint_after_a_write(store, "released") == checkpoints.DEFAULT_AUTOCHECKPOINT
         assert in_another_process(db) == checkpoints.DEFAULT_AUTOCHECKPOINT
     finally:
         store.close()

@@ -29,7 +29,7 @@ from localmem.errors import ConfigError, InputError, LocalmemError
 from localmem.storage.copies import backup
 from localmem.storage.engine import db, keys
 
-IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
+IDENTITY_ENV = keys.AGE_IDENTITY_ENV
 MAGIC = b"age-encryption.org/v1\n"
 ARMOR = b"-----BEGIN AGE ENCRYPTED FILE-----"
 
@@ -38,7 +38,9 @@ def _pyrage() -> Any:
     try:
         import pyrage  # the optional age extra: only exports, backups and reads of .age files need it
     except ImportError as exc:
-        raise ConfigError("age encryption needs pyrage: pip install 'localmem[age]'") from exc
+        raise ConfigError(
+            "age encryption needs pyrage: pip install -e '.[age]' from the checkout (or pip install pyrage)"
+        ) from exc
     return pyrage
 
 
@@ -84,22 +86,15 @@ def identities(path: str | Path | None = None) -> list[Any]:
     named = path or os.environ.get(IDENTITY_ENV)
     if not named:
         raise ConfigError("this file is age-encrypted; give its identity: --age-identity FILE or LOCALMEM_AGE_IDENTITY")
-    text = keys.read_key_file(named)  # the same checks as a key file: exists, mode 600
-    if "PRIVATE KEY-----" in text:
-        try:
-            return [pyrage.ssh.Identity.from_buffer(text.encode())]
-        except Exception as exc:
-            raise ConfigError(f"{named}: not an ssh private key age can use: {exc}") from exc
     found = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("AGE-SECRET-KEY-"):
-            try:
-                found.append(pyrage.x25519.Identity.from_str(line))
-            except Exception as exc:
-                raise ConfigError(f"{named}: a bad AGE-SECRET-KEY line: {exc}") from exc
-    if not found:
-        raise ConfigError(f"{named}: no AGE-SECRET-KEY-… line (an age identity file, from age-keygen)")
+    for text in keys.read_age_identities(named):  # the one reader: exists, mode 600, the lines
+        try:
+            if text.startswith("AGE-SECRET-KEY-"):
+                found.append(pyrage.x25519.Identity.from_str(text))
+            else:
+                found.append(pyrage.ssh.Identity.from_buffer(text.encode()))
+        except Exception as exc:
+            raise ConfigError(f"{named}: not an age identity or ssh private key age can use: {exc}") from exc
     return found
 
 

@@ -8,8 +8,10 @@ that copy (to the new key, or to none), the copy is reopened with the new key an
 (``integrity_check``, the same turn and session counts, and the file's first bytes are
 plaintext or not as intended), fsynced, and renamed over the store; the folder is fsynced
 after. A kill at any moment leaves either the old store intact (and a ``.convert-partial``
-file, which the next run deletes and redoes) or the new one complete: the command is
-resumable by running it again.
+file, mode 600, which the next command of any kind removes: ``engine.partials``) or the new
+one complete: the command is resumable by running it again. Litestream's local state for
+the store (LTX files of the old pages, plaintext before an encrypt) is removed with the
+old file, so a replica starts afresh from the converted one.
 
 Deleting the plaintext file does not wipe its blocks from the disk: docs/security.md says
 so. SQL lives here and in ``keys``; the CLI (``cli/secure.py``) only calls ``convert``.
@@ -18,6 +20,7 @@ so. SQL lives here and in ``keys``; the CLI (``cli/secure.py``) only calls ``con
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,12 @@ from typing import Any
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
+from localmem.storage.engine import checkpoints as replica_live
+from localmem.storage.engine import keys, partials
 from localmem.storage.engine.keys import apply_key, check_key, file_state
+from localmem.storage.engine.partials import partial_path
+
+__all__ = ["ConvertReport", "convert", "hold_alone", "litestream_state", "partial_path"]
 
 
 @dataclass(frozen=True)
@@ -35,13 +43,10 @@ class ConvertReport:
     turns: int
     sessions: int
     bytes: int
+    litestream_reset: bool = False  # Litestream's local state for the old file was removed
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
-
-
-def partial_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.convert-partial")
 
 
 def convert(path: Path, *, old_key: str | None, new_key: str | None) -> ConvertReport:
@@ -55,11 +60,12 @@ def convert(path: Path, *, old_key: str | None, new_key: str | None) -> ConvertR
     if old_key is not None and state == "plain":
         raise InputError("is not encrypted", path=str(path))
     tmp = partial_path(path)
-    _remove(tmp)  # a copy left by a killed run: the store itself is intact, start over
     src = _open(path, old_key)
     try:
         _lock_alone(src, path)
         counts = _counts(src)
+        held = partials.claim(path)  # mode 600, locked: a copy left by a killed run is removed first
+        done = False
         try:
             _copy(src, tmp, old_key)
             _rekey(tmp, old_key, new_key)
@@ -67,14 +73,23 @@ def convert(path: Path, *, old_key: str | None, new_key: str | None) -> ConvertR
             _fsync(tmp)
             os.replace(tmp, path)
             _fsync(path.parent)
-        except BaseException:
-            _remove(tmp)
-            raise
+            done = True
+        finally:
+            partials.release(path, held, remove=not done)
     finally:
         src.close()
     for leftover in (Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
         leftover.unlink(missing_ok=True)  # of the old file; none is left in rollback mode
-    return ConvertReport(str(path), new_key is not None, counts[0], counts[1], path.stat().st_size)
+    # Litestream's local copy of the old file's pages (plaintext before an encrypt) and its
+    # position in it: a replica starts afresh from the converted file (docs/security.md)
+    reset = litestream_state(path).exists()
+    shutil.rmtree(litestream_state(path), ignore_errors=True)
+    return ConvertReport(str(path), new_key is not None, counts[0], counts[1], path.stat().st_size, reset)
+
+
+def litestream_state(path: Path) -> Path:
+    """Where Litestream keeps its local state for ``path``: LTX files of its pages."""
+    return path.with_name(f".{path.name}-litestream")
 
 
 def _open(path: Path, key: str | None) -> apsw.Connection:
@@ -83,6 +98,26 @@ def _open(path: Path, key: str | None) -> apsw.Connection:
         apply_key(conn, key)
         check_key(conn, str(path))
     conn.set_busy_timeout(2000)
+    return conn
+
+
+def hold_alone(path: Path) -> apsw.Connection | None:
+    """An exclusive hold on the store at ``path`` (``_lock_alone``), for replacing it;
+    refused while Litestream replicates it or another process has it open. None for a
+    file that is not a database (nothing can be using it as one)."""
+    if replica_live.live(path):
+        raise LocalmemError(f"{path}: Litestream replicates it now; stop `localmem replicate` first")
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        keys.unlock(conn, path)
+        conn.set_busy_timeout(2000)
+        _lock_alone(conn, path)
+    except (apsw.NotADBError, apsw.CorruptError):
+        conn.close()
+        return None
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -155,8 +190,3 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _remove(tmp: Path) -> None:
-    for p in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        p.unlink(missing_ok=True)

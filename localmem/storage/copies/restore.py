@@ -21,7 +21,9 @@ import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
 from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies.convert import hold_alone, litestream_state
 from localmem.storage.copies.replica import check_url, file_dir, litestream_binary, shown, snapshots
+from localmem.storage.engine import checkpoints as replica_live
 from localmem.storage.engine import keys
 
 
@@ -32,7 +34,9 @@ def restore(
     UTC, when given), or from an age-encrypted backup file; checked with ``integrity_check``
     before it is renamed into place. A Litestream restore that fails the check is, with
     ``fallback``, replaced by the newest earlier transaction that passes it (``_fall_back``;
-    the result's ``fell_back`` says which and how far back), never installed damaged."""
+    the result's ``fell_back`` says which and how far back), never installed damaged.
+    ``force`` replaces an existing ``out`` only while no other process has it open and
+    Litestream does not replicate it (held exclusively until the new file is in place)."""
     source_file = Path(url) if "://" not in url and Path(url).is_file() else None
     if source_file is None:
         check_url(url)
@@ -40,6 +44,19 @@ def restore(
         raise InputError("already exists; pass --force to replace it", path=str(out))
     if not out.parent.is_dir():
         raise InputError("its folder does not exist", path=str(out))
+    held = hold_alone(out) if out.exists() else None
+    try:
+        result = _restore(url, out, source_file, timestamp, fallback)
+    finally:
+        if held is not None:
+            held.close()
+    # a replica's position in the file replaced means nothing now: it starts afresh
+    shutil.rmtree(litestream_state(out), ignore_errors=True)
+    replica_live.release(out)
+    return result
+
+
+def _restore(url: str, out: Path, source_file: Path | None, timestamp: str | None, fallback: bool) -> dict[str, object]:
     when = _parse_time(timestamp) if timestamp else None
     tmp = out.with_name(f".{out.name}.restore-partial")
     aside = out.with_name(f".{out.name}.restore-damaged")  # where a damaged restore is kept
@@ -97,7 +114,7 @@ def _litestream_restore(url: str, tmp: Path, *, when: datetime | None = None, tx
     if txid is not None:
         args += ["-txid", f"{txid:016x}"]
     args.append(url)
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    proc = subprocess.run(args, capture_output=True, text=True, check=False, env=keys.child_env())
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise NotFound(f"litestream restore from {shown(url)} failed: {last}")
@@ -106,7 +123,7 @@ def _litestream_restore(url: str, tmp: Path, *, when: datetime | None = None, tx
 def _transactions(url: str, when: datetime | None) -> list[tuple[int, str]]:
     """(TXID, time) of every point the replica can restore to, oldest first."""
     args = [str(litestream_binary()), "ltx", "-level", "all", "-json", url]
-    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    proc = subprocess.run(args, capture_output=True, text=True, check=False, env=keys.child_env())
     if proc.returncode != 0:
         return []
     points: dict[int, str] = {}

@@ -1,22 +1,28 @@
-"""Whether Litestream replicates a store right now, so that localmem leaves checkpoints to it.
+"""Whether Litestream replicates a store, so that localmem leaves every checkpoint to it.
 
-Litestream's rule for applications: while it replicates, it alone checkpoints the WAL (its
-tips: turn the application's auto-checkpoint off under write load). Measured here
-(``bench replicate``, docs/benchmarks.md), this did not change how often Litestream 0.5.17
-ships a damaged replica (damage-free runs: 1 of 3 with the writers' auto-checkpoint on, 2 of
-7 with it off); it is kept because it is Litestream's rule.
+Litestream follows the WAL as SQLite writes it; a checkpoint it did not make while it was
+down moves pages it has not shipped into the database file, and on restart it resumes from a
+position that no longer exists (its troubleshooting page; upstream issue #752). Measured with
+``bench replicate`` (docs/benchmarks.md, "Replicas that restore whole"): localmem's writers used
+to take checkpoints back as soon as Litestream's process was gone (auto-checkpoint, and
+SQLite's checkpoint when the last connection closes), and that is what damaged the newest
+replicated state after a kill. So the rule is now: while a replica is configured, whether its
+Litestream is alive or was killed and has not been restarted, localmem never checkpoints:
+no auto-checkpoint, no checkpoint on close (``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``). Only
+Litestream checkpoints, when it runs again.
 
 Whoever starts Litestream for a store (``replica.start_litestream``) writes a marker beside
-the store naming Litestream's pid. Before each write transaction a connection looks at the
-marker (one ``stat`` when there is none) and sets its own ``wal_autocheckpoint``: 0 while
-that process lives, SQLite's default again once it is gone. So a store whose Litestream
-was killed, stopped or never started still checkpoints itself and its WAL stays bounded.
+the store naming Litestream's pid; a clean stop (``withdraw``) removes it, and the store
+checkpoints itself again. A marker whose process is gone (a kill -9, a machine stopped) is
+*held*: the WAL grows until ``localmem replicate`` runs again (``doctor`` says so), or until
+``localmem replicate --release`` says the replica is given up.
 
-``$LOCALMEM_WAL_AUTOCHECKPOINT`` (pages; 0 = never) overrides both, for a user who runs
-Litestream some other way, and for ``bench replicate --app-checkpoints``.
+``$LOCALMEM_WAL_AUTOCHECKPOINT`` (pages; 0 = never) overrides the auto-checkpoint, for a user
+who runs Litestream some other way, and for ``bench replicate --app-checkpoints``.
 
 Invariants: the marker is written whole (temp file + rename); a marker whose process is gone
-(or, on Linux, is no longer a ``litestream`` process: a reused pid) counts as absent.
+(or, on Linux, is no longer a ``litestream`` process: a reused pid) counts as crashed, still
+held; only ``withdraw`` (or ``release``) takes it away.
 """
 
 from __future__ import annotations
@@ -56,11 +62,24 @@ def live(db: str | Path) -> bool:
     return pid is not None and _alive(pid)
 
 
+def held(db: str | Path) -> bool:
+    """A replica is configured for ``db``: its Litestream runs, or was killed and is to be
+    started again. localmem takes no checkpoint while it is."""
+    return _pid(marker(Path(db))) is not None
+
+
+def release(db: Path) -> bool:
+    """Give up the replica of ``db`` (``replicate --release``): the store checkpoints itself again."""
+    existed = marker(db).exists()
+    marker(db).unlink(missing_ok=True)
+    return existed
+
+
 def autocheckpoint_pages(db: str | Path) -> int:
     forced = os.environ.get("LOCALMEM_WAL_AUTOCHECKPOINT", "").strip()
     if forced.isdigit():
         return int(forced)
-    return 0 if live(db) else DEFAULT_AUTOCHECKPOINT
+    return 0 if held(db) else DEFAULT_AUTOCHECKPOINT
 
 
 def _pid(path: Path) -> int | None:

@@ -34,7 +34,7 @@ import apsw
 import sqlite_vec
 
 from localmem.errors import NotFound, SchemaError
-from localmem.storage.engine import checkpoints, faults, keys
+from localmem.storage.engine import checkpoints, faults, keys, partials
 from localmem.storage.engine.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
 
 log = logging.getLogger("localmem.db")
@@ -162,6 +162,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     target = str(path)
     if target != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+        partials.clear_stale(target)  # a killed encrypt/decrypt's copy: never left for long
     with faults.faults(target):
         try:
             return _open(target, readonly=readonly, path=target)
@@ -329,7 +330,8 @@ def _begin(conn: apsw.Connection) -> None:
 
 
 def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
-    """No auto-checkpoint while Litestream replicates this store (``checkpoints``)."""
+    """No checkpoint of ours while a replica holds this store (``checkpoints.held``):
+    no auto-checkpoint, none when the last connection closes."""
     if path == ":memory:":
         return
     conn.path = path
@@ -337,6 +339,7 @@ def _leave_checkpoints_to_litestream(conn: Conn, path: str) -> None:
     if pages != conn.autocheckpoint:
         conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         conn.autocheckpoint = pages
+    conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, int(checkpoints.held(path)))
 
 
 def _close_cursors(conn: apsw.Connection) -> list[str]:

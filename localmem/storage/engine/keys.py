@@ -1,7 +1,7 @@
 """The encryption key of a store, and unlocking a connection with it.
 
-Encryption at rest is SQLite3 Multiple Ciphers (the ``apsw-sqlite3mc`` build of apsw, whose
-default cipher is ChaCha20-Poly1305): every page of the database, its WAL and a backup's pages
+Encryption at rest is SQLite3 Multiple Ciphers (the ``apsw-sqlite3mc`` build of apsw,
+localmem's dependency, whose default cipher is ChaCha20-Poly1305): every page of the database, its WAL and a backup's pages
 are encrypted by the engine; nothing here encrypts anything itself.
 
 Where the key comes from, first found wins: the file named by ``$LOCALMEM_KEY_FILE`` (the
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -31,6 +33,11 @@ from localmem.errors import ConfigError
 
 KEY_ENV = "LOCALMEM_KEY"
 KEY_FILE_ENV = "LOCALMEM_KEY_FILE"
+SYNC_PASSPHRASE_ENV = "LOCALMEM_SYNC_PASSPHRASE"
+AGE_IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
+# Secrets (or where they are) that localmem reads from its environment: a process that is
+# not localmem (Litestream) is started without them.
+SECRET_ENV = (KEY_ENV, KEY_FILE_ENV, SYNC_PASSPHRASE_ENV, AGE_IDENTITY_ENV, "LOCALMEM_MCP_TOKEN")
 KEYRING_SERVICE = "localmem"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 NEEDS_KEY = "this store is encrypted; set LOCALMEM_KEY or --key-file"
@@ -69,7 +76,8 @@ def file_state(path: str | Path) -> State:
 
 def read_key_file(path: str | Path) -> str:
     """The key in ``path`` (one trailing newline dropped), refusing a file that group or
-    others may read or write (``chmod 600``)."""
+    others may read or write (``chmod 600``). Every key file localmem reads comes through
+    here: the store's key, sync's passphrase and identities, age identities."""
     p = Path(path)
     try:
         mode = p.stat().st_mode
@@ -89,6 +97,28 @@ def read_key_file(path: str | Path) -> str:
     if not key:
         raise ConfigError(f"key file {p} is empty")
     return key
+
+
+def read_age_identities(path: str | Path) -> list[str]:
+    """The age identities in a key file, with ``read_key_file``'s checks (mode 600 among
+    them): the whole text of an OpenSSH private key (one identity), else every
+    ``AGE-SECRET-KEY-1…`` line. The one reader of age identities: sync's ``--identity``,
+    and export, backup and restore's ``--age-identity`` / ``$LOCALMEM_AGE_IDENTITY``."""
+    text = read_key_file(path)
+    if "PRIVATE KEY-----" in text:
+        return [text]
+    found = [line.strip() for line in text.splitlines() if line.strip().startswith("AGE-SECRET-KEY-")]
+    if not found:
+        raise ConfigError(
+            f"key file {path}: no AGE-SECRET-KEY-1… line (an age identity file: make one with age-keygen)"
+        )
+    return found
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a program that is not localmem (Litestream): ``base`` (this
+    process's environment by default) without localmem's secrets (``SECRET_ENV``)."""
+    return {k: v for k, v in (os.environ if base is None else base).items() if k not in SECRET_ENV}
 
 
 def resolve_key(store: str | Path | None = None, *, keyring: bool = True) -> str | None:
@@ -116,13 +146,25 @@ def _from_keyring(store: str | Path | None) -> str | None:
     return None
 
 
+def no_cipher() -> str:
+    """Why this environment's ``apsw`` cannot encrypt, and the one command that repairs it."""
+    try:
+        metadata.version("apsw-sqlite3mc")
+    except metadata.PackageNotFoundError:
+        return (
+            "encryption needs apsw-sqlite3mc, localmem's build of apsw, and this environment has plain apsw: "
+            "pip uninstall -y apsw && pip install --force-reinstall apsw-sqlite3mc (docs/security.md)"
+        )
+    return (
+        "the apsw module here is plain apsw, installed over apsw-sqlite3mc (both provide `apsw`): "
+        "pip uninstall -y apsw && pip install --force-reinstall --no-deps apsw-sqlite3mc (docs/security.md)"
+    )
+
+
 def apply_key(conn: apsw.Connection, key: str) -> None:
     """Key ``conn`` (its first statement) and keep its temporary tables in memory."""
     if not encryption_available():
-        raise ConfigError(
-            "encryption needs the SQLite3 Multiple Ciphers build of apsw in place of plain apsw: "
-            "pip uninstall -y apsw && pip install apsw-sqlite3mc (docs/security.md)"
-        )
+        raise ConfigError(no_cipher())
     conn.pragma("key", key)
     conn.pragma("temp_store", "MEMORY")  # a sort or temp index spilled to /tmp would be plaintext
 

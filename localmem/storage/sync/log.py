@@ -50,6 +50,18 @@ def record_folded(
     conn.execute("DELETE FROM sync_refused WHERE device = ? AND name = ?", (device, name))
 
 
+def replace_folded(
+    conn: Conn, device: str, segment: int, sha256: str, name: str, changes: int, size: int, hlc_hi: int
+) -> None:
+    """``record_folded`` for a segment this device wrote (again): the record of the bytes
+    it had before goes."""
+    conn.execute(
+        "DELETE FROM sync_folded WHERE device = ? AND segment = ? AND name = ? AND sha256 != ?",
+        (device, segment, name, sha256),
+    )
+    record_folded(conn, device, segment, sha256, name, changes, size, hlc_hi)
+
+
 def record_refused(conn: Conn, device: str, name: str, reason: str, *, incomplete: bool) -> None:
     conn.execute(
         "INSERT INTO sync_refused(device, name, reason, incomplete, at) VALUES (?, ?, ?, ?, ?) "

@@ -73,8 +73,10 @@ def create_device(conn: Conn, device: str) -> DeviceState:
 
 
 def save_export(conn: Conn, exported_seq: int, next_segment: int, hlc: int) -> None:
+    """Move the export position forward (never back: another process may have moved it)."""
     conn.execute(
-        "UPDATE sync_device SET exported_seq = ?, next_segment = ?, hlc = max(hlc, ?) WHERE id = 1",
+        "UPDATE sync_device SET exported_seq = max(exported_seq, ?), next_segment = max(next_segment, ?), "
+        "hlc = max(hlc, ?) WHERE id = 1",
         (exported_seq, next_segment, hlc),
     )
 
@@ -118,6 +120,10 @@ def turn_payloads(conn: Conn, hashes: Sequence[str]) -> dict[str, dict[str, Any]
                 "source_id": r[10],
             }
     return out
+
+
+def session_exists(conn: Conn, source: str, key: str) -> bool:
+    return conn.execute("SELECT 1 FROM sessions WHERE source = ? AND key = ?", (source, key)).fetchone() is not None
 
 
 # -- turns by hash, the forget set --------------------------------------------------------

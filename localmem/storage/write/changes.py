@@ -17,8 +17,9 @@ kind             function                        key                    data (JS
 ``cue``          ``add_cue`` (triple / keyword   ``cue_key``            turn hash, kind, text, s/r/o,
                  / fact)                                                span, tags
 ``antecedent``   ``add_antecedents``             ``src>dst`` hashes     src, dst, weight, reason
-``topic``        ``put_topic`` (new, relabelled  the topic's key        kind, label, summary, turns
-                 or its membership changed)                             added / removed, topics grouped
+``topic``        ``put_topic`` (new, relabelled  the topic's key        kind, label, summary, update
+                 or its membership changed)                             time, turns added / removed,
+                                                                        topics grouped
 ``topic_removed``  ``remove_topic``              the topic's key        NULL
 ===============  ==============================  =====================  ================================
 
@@ -360,6 +361,7 @@ def put_topic(
         "kind": t.kind,
         "label": t.label,
         "summary": t.summary,
+        "updated_at": t.updated_at,
         "add": [hashes[x] for x in t.add_turns if x in hashes],
         "remove": [hashes[x] for x in t.remove_turns if x in hashes],
         "topics": [keys[m] for m in t.add_topics if m in keys],

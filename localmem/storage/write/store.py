@@ -199,19 +199,17 @@ class Store:
         """Store turns (and their statement cues, vectors, temporal and semantic edges)
         in one transaction. Returns the id of every turn given, new or already stored.
         ``origin``: the device the turns were folded from (None: made here), journaled."""
-        if isinstance(turns, SessionIn):
-            sess = turns
-        else:
-            sess = SessionIn(key=session or "default", turns=tuple(turns), started_at=started_at, source=source)
-        return self.write_sessions([sess], origin=origin)[0]
+        if not isinstance(turns, SessionIn):
+            turns = SessionIn(session or "default", tuple(turns), started_at, source)
+        return self.write_sessions([turns], origin=origin)[0]
 
     def write_sessions(
         self, sessions: Iterable[SessionIn], progress: Progress | None = None, *, origin: str | None = None
     ) -> list[WriteResult]:
         """Write several sessions in ONE transaction (ingest batches use this)."""
-        staged = self._stage(sessions)
+        staged = self.stage(sessions)
         # Embed outside the transaction: model time must not hold the write lock.
-        results = self._commit(staged, self._embed(staged.fresh), origin)
+        results = self._commit(staged, self.embed(staged.fresh), origin)
         if progress:
             progress(staged.turns)
         return results
@@ -224,11 +222,11 @@ class Store:
         commits. Yields ``(results, tag)`` after each commit, in order; a failure in
         batch k leaves the batches before it committed (and yielded), nothing of k."""
         for results, (_sessions, tag) in pipelined(
-            batches, lambda b: self._stage(b[0]), lambda st: self._embed(st.fresh), partial(self._commit, origin=origin)
+            batches, lambda b: self.stage(b[0]), lambda st: self.embed(st.fresh), partial(self._commit, origin=origin)
         ):
             yield results, tag
 
-    def _stage(self, sessions: Iterable[SessionIn]) -> Staged:
+    def stage(self, sessions: Iterable[SessionIn]) -> Staged:
         # forget wins: a hash in the forget set is not written again (docs/sync.md)
         sessions = list(sessions)
         known = injections.known(self.conn, injected_candidates(sessions))  # memory a hook injected
@@ -239,43 +237,44 @@ class Store:
         return Staged(prepared, list(fresh.values()), sum(len(ps) for _, ps in prepared))
 
     def _commit(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
-        if not staged.sessions:
-            return []
-
         def commit() -> list[WriteResult]:
-            results: list[WriteResult] = []
-            new_ids: list[int] = []
             with db.transaction(self.conn):
-                for sess, ps in staged.sessions:
-                    sid = self._session_id(sess, ps, origin)
-                    ids: list[int] = []
-                    new = 0
-                    next_ord = self._next_ord(sid)
-                    for p in ps:
-                        existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
-                        if existing is not None:
-                            ids.append(int(existing[0]))
-                            continue
-                        if p.hash not in vectors:
-                            # Deleted by another process since we looked: rare enough to
-                            # embed here rather than restart the batch.
-                            vectors.update(self._embed([p]))
-                        tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash], origin)
-                        next_ord += 1
-                        ids.append(tid)
-                        new_ids.append(tid)
-                        new += 1
-                    results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
-                if new_ids:
-                    link_semantic(self.conn, self.mirrors(), new_ids, self.params.semantic_k)
-            return results
+                return self.write_staged(staged, vectors, origin)
 
-        return self.retrying(commit)
+        return self.retrying(commit) if staged.sessions else []
+
+    def write_staged(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
+        """Write staged sessions (``stage``, ``embed``) inside the caller's write transaction."""
+        results: list[WriteResult] = []
+        new_ids: list[int] = []
+        for sess, ps in staged.sessions:
+            if not ps:  # no turn to store (none given, or all forgotten): no session, so a forgotten one stays gone
+                results.append(WriteResult(0, (), 0, 0))
+                continue
+            sid, first = self._session_id(sess, ps, origin), len(new_ids)
+            ids: list[int] = []
+            next_ord = self._next_ord(sid)
+            for p in ps:
+                existing = self.conn.execute("SELECT id FROM turns WHERE hash = ?", (p.hash,)).fetchone()
+                if existing is not None:
+                    ids.append(int(existing[0]))
+                    continue
+                if p.hash not in vectors:  # deleted by another process since we looked: rare, embedded here
+                    vectors.update(self.embed([p]))
+                tid = self._insert_turn(sid, next_ord, p, *vectors[p.hash], origin)
+                next_ord += 1
+                ids.append(tid)
+                new_ids.append(tid)
+            new = len(new_ids) - first
+            results.append(WriteResult(sid, tuple(ids), new, len(ids) - new))
+        if new_ids:
+            link_semantic(self.conn, self.mirrors(), new_ids, self.params.semantic_k)
+        return results
 
     def _known_hashes(self, hashes: list[str]) -> set[str]:
         return {str(r[0]) for r in rows_in(self.conn, "SELECT hash FROM turns WHERE hash IN ({marks})", hashes)}
 
-    def _embed(self, fresh: list[Prepared]) -> Vectors:
+    def embed(self, fresh: list[Prepared]) -> Vectors:
         tvecs, cvecs = self._turn_vectors([(p.turn.speaker, p.turn.text, p.ts, p.spans) for p in fresh])
         return {p.hash: (tvecs[i], cvecs[i]) for i, p in enumerate(fresh)}
 

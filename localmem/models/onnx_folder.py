@@ -1,0 +1,99 @@
+"""An ONNX sentence-embedder folder: any BERT-style encoder exported to ONNX, run the
+way the packaged MiniLM is (same batching, mean pooling, statement-cue spans).
+
+A folder holds ``model.onnx`` (inputs ``input_ids``, ``attention_mask`` and optionally
+``token_type_ids``; first output the token vectors, shape (rows, tokens, dim)),
+``tokenizer.json`` (a ``tokenizers`` file) and ``embedder.json``::
+
+    {"format": "localmem-onnx-embedder/1", "name": "localmem-chat-minilm", "dim": 384,
+     "max_tokens": 256, "pooling": "mean"}
+
+Invariants: ``model_id`` is ``<name>@<first 12 hex of the sha256 of model.onnx>``, so two
+folders with different weights never share an id (a store refuses the other's vectors)
+and the same weights always get the same one; a folder that lacks a file, or whose
+config names an unknown format or pooling, is a ``ConfigError`` naming the file and key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from localmem.errors import ConfigError, ModelError
+from localmem.models.embedding import MAX_TOKENS, OnnxMiniLM
+
+FORMAT = "localmem-onnx-embedder/1"
+CONFIG_NAME = "embedder.json"
+MODEL_NAME = "model.onnx"
+TOKENIZER_NAME = "tokenizer.json"
+
+
+def is_folder(path: Path) -> bool:
+    """True when ``path`` is a folder with an ``embedder.json`` (what the registry asks)."""
+    return path.is_dir() and (path / CONFIG_NAME).is_file()
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """The folder's ``embedder.json``, checked; a ``ConfigError`` names what is wrong."""
+    for name in (CONFIG_NAME, MODEL_NAME, TOKENIZER_NAME):
+        if not (folder / name).is_file():
+            raise ConfigError(f"embedding model folder {folder} has no {name}")
+    where = folder / CONFIG_NAME
+    try:
+        cfg = json.loads(where.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{where}: not readable JSON: {exc}") from exc
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{where}: expected a JSON object")
+    checks = (
+        ("format", lambda v: v == FORMAT, f"must be {FORMAT!r}"),
+        ("name", lambda v: isinstance(v, str) and v.strip() != "" and "@" not in v, "must be a name without '@'"),
+        ("dim", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "must be a positive integer"),
+        ("max_tokens", lambda v: isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 8192, "must be 8..8192"),
+        ("pooling", lambda v: v == "mean", "must be 'mean'"),
+    )
+    defaults = {"max_tokens": MAX_TOKENS, "pooling": "mean"}
+    for key, ok, rule in checks:
+        value = cfg.get(key, defaults.get(key))
+        if value is None:
+            raise ConfigError(f"{where}: missing key {key!r}")
+        if not ok(value):
+            raise ConfigError(f"{where}: key {key!r} {rule}, got {value!r}")
+        cfg[key] = value
+    return cfg
+
+
+def weights_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class OnnxFolderEmbedder(OnnxMiniLM):
+    """The embedder of an ONNX sentence-embedder folder (see the module docstring)."""
+
+    def __init__(self, folder: Path, threads: int | None = None) -> None:
+        self.folder = Path(folder)
+        self.config = read_config(self.folder)
+        super().__init__(model_path=self.folder / MODEL_NAME, threads=threads)
+        digest = weights_digest(self.folder / MODEL_NAME)
+        self.model_id = f"{self.config['name']}@{digest[:12]}"
+        self.dim = int(self.config["dim"])
+
+    def _make_tokenizer(self) -> Any:
+        try:
+            # lazy: tokenizers takes long to import; loaded on the first embed
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - install problem
+            raise ModelError(f"embedding runtime missing: {exc}; reinstall localmem") from exc
+        path = self.folder / TOKENIZER_NAME
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as exc:  # tokenizers raises its own exception types
+            raise ModelError(f"cannot load tokenizer {path}: {exc}") from exc
+        tok.enable_truncation(int(self.config["max_tokens"]))
+        return tok
