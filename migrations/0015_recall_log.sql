@@ -1,4 +1,4 @@
--- localmem schema, version 14: the recall log (localmem/storage/layers/recalls.py), and an
+-- localmem schema, version 15: the recall log (localmem/storage/layers/recalls.py), and an
 -- index for the web view's speaker and role filters and their counts.
 -- What each reconstruct made for a client handed it, and why: a row per call (when, which
 -- client and tool, the client's own session and project when it gives them, the query as

@@ -1,6 +1,6 @@
 """The recall log: what each reconstruct made for a client handed it, and why, kept bounded.
 
-A row per call in ``recall_calls`` (migration 0014: when, which client and tool, the
+A row per call in ``recall_calls`` (migration 0015: when, which client and tool, the
 client's session and project when it gives them, the query, budget, as_of, scope, tokens
 and how many turns were handed) and a row per turn handed in ``recall_turns`` (its place,
 reason, score and the reason's detail). The web view reads it: the Injected page (every
