@@ -27,15 +27,18 @@ MAX_IDS = 100_000  # turn ids one selection may name
 
 NO_UNDO = "There is no undo: forgotten turns cannot be brought back from this store."
 REACH = (
-    "If this store syncs (localmem sync), the forget travels to your other devices: each deletes "
-    "these turns and everything derived from them, and keeps their hashes in its forget set, so they "
-    "do not come back from a late segment, an old export or a re-ingest of the source file."
+    "If this store syncs (localmem sync), the forget travels to your other devices: each deletes these "
+    "turns and everything derived from them and keeps their hashes in its forget set, so they do not come "
+    "back from a late segment, an old export or a re-ingest of the source file; and each writes its own "
+    "sync segments again without them: after one sync on every device, no file of the sync folder holds them."
 )
 NOT_REACHED = (
-    "What the forget does not reach: sync segments already written to the sync folder, which hold "
-    "the text of turns exported before; a Litestream replica's earlier states (point-in-time "
-    "restore) and replica snapshots taken before; `localmem backup` files and exports made before; "
-    "and, until SQLite reuses them, the freed pages of the database file and its WAL."
+    "What the forget does not reach: a retired device's folder in the sync folder (delete it) and copies "
+    "outside it (a sync tool's versioning or trash); a Litestream replica's earlier states until its "
+    "retention drops them, and replica snapshots taken before; `localmem backup` files and exports made "
+    "before; this store's change journal, which keeps the text of the forgotten turns' cues until the "
+    "store is rebuilt; and, until SQLite reuses them, freed pages of the database file and its WAL. "
+    "docs/security.md says how to purge each."
 )
 
 
