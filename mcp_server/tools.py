@@ -27,11 +27,11 @@ from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
 from localmem.models.replies import CallRecord
-from localmem.records import MAX_TURN_CHARS, Project, SessionIn, TurnIn, WriteResult
+from localmem.records import MAX_TURN_CHARS, Context, Project, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct as reconstruct_context
 from localmem.retrieval.scope import PREFIX as PROJECT_PREFIX
 from localmem.retrieval.scope import project_scope
-from localmem.storage.layers import calls
+from localmem.storage.layers import calls, recalls
 from localmem.storage.reads.traversal import session_started
 from localmem.storage.write.store import Store
 from localmem.util.text import parse_time
@@ -139,6 +139,20 @@ def _write_remembered(store: Store, turns: list[TurnArg], key: str, now: str, pr
     return store.write(SessionIn(key, items, started_at=start, source="mcp", project=project))
 
 
+def client_name(ctx: Ctx) -> str:
+    """``mcp:<name>`` as the client's initialize request named it (``mcp`` when it did not)."""
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info is not None else ""
+    return f"mcp:{name}" if name else "mcp"
+
+
+async def _recorded(ctx: Ctx, c: Context, tool: str, as_of: str | None, scope: str | None, project: str | None) -> None:
+    """What ``tool`` handed the client, into the recall log (best effort: never the reply's cost)."""
+    st = state(ctx)
+    rec = recalls.from_context(c, client_name(ctx), tool, as_of=as_of, scope=scope, project=project)
+    await st.call(recalls.log, st.store.conn, rec, st.store.settings.recall_log)
+
+
 def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
     """reconstruct and answer, with the budget default and cap of ``settings``."""
     default, cap = settings.budget_tokens, settings.max_budget_tokens
@@ -156,6 +170,7 @@ def recall_tools(settings: Settings) -> tuple[Tool, Tool]:
         c = await st.call(
             reconstruct_context, st.store, query, budget_tokens, as_of=as_of, scope=_scope(scope, project)
         )
+        await _recorded(ctx, c, "reconstruct", as_of, scope, project)
         turns = [
             CitedTurn(
                 turn_id=t.turn_id,
@@ -191,6 +206,7 @@ and the turn_* tools with the returned turn ids. {DATA_NOT_INSTRUCTIONS}"""
         context = await st.call(
             reconstruct_context, st.store, question, budget_tokens, as_of=as_of, scope=_scope(scope, project)
         )
+        await _recorded(ctx, context, "answer", as_of, scope, project)
         records: list[CallRecord] = []
         try:
             res = await st.generate(answer_from, st.generator, question, context, as_of=as_of, records=records)

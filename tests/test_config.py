@@ -50,6 +50,7 @@ BAD_FILE = [
     ("budget_tokens = -5", "budget_tokens", "1 or more"),
     ("budget_tokens = 0", "budget_tokens", "1 or more"),
     ("max_budget_tokens = -1", "max_budget_tokens", "1 or more"),
+    ("recall_log = -1", "recall_log", "0 or more"),
     ("budget_tokens = 40000", "budget_tokens", "must not exceed max_budget_tokens"),
     ("budget_tokens = 600\nmax_budget_tokens = 500", "budget_tokens", "must not exceed max_budget_tokens"),
     ("n_ctx = 100", "n_ctx", f"{config.MIN_N_CTX} or more"),
@@ -150,6 +151,7 @@ extract_batch = 4
 job_attempts = 5
 budget_tokens = 1500
 max_budget_tokens = 8000
+recall_log = 50
 replica = "file:///backups/localmem"
 
 [retrieval]
@@ -200,6 +202,7 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
         job_attempts=5,
         budget_tokens=1500,
         max_budget_tokens=8000,
+        recall_log=50,
         replica="file:///backups/localmem",
         retrieval=RetrievalParams(
             temporal_window=1,

@@ -112,7 +112,7 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command(
         "ui",
-        "browse the memory in a local web page (ask with a trace, timeline, turns, health, forget)",
+        "browse the memory in a local web page: ask with a trace, find, timeline, what was injected, forget, redact",
         "ui",
         "add_ui",
     ),

@@ -34,6 +34,7 @@ from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.cli.bench_startup import add_startup_parser
 from localmem.cli.bench_sync import add_sync_bench_parser
+from localmem.cli.bench_ui import add_ui_parser
 from localmem.cli.common import print_result
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
@@ -209,6 +210,7 @@ def add_bench_parser(sub: Any) -> None:
     add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
     add_startup_parser(bsub)
+    add_ui_parser(bsub)
     add_import_parser(bsub)
     add_sync_bench_parser(bsub)
     add_capture_bench_parsers(bsub)

@@ -129,7 +129,7 @@ def payload_query(raw: str, budget: int | None) -> Query | None:
             raise InputError(f'"{key}" must be a string', path="stdin")
     if not text.strip():
         return None
-    return Query(text, given, obj.get("as_of"), obj.get("scope"), obj.get("exclude_session"))
+    return Query(text, given, obj.get("as_of"), obj.get("scope"), obj.get("exclude_session"), tool="recall")
 
 
 def _query_batch(settings: Settings, args: argparse.Namespace) -> int:
@@ -153,7 +153,11 @@ def _query_batch(settings: Settings, args: argparse.Namespace) -> int:
             if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                 raise InputError("each line needs a string field 'query'", path=str(path), where=f"line {n}")
             query = Query(
-                item["query"], item.get("budget", args.budget), item.get("as_of"), item.get("scope", args.scope)
+                item["query"],
+                item.get("budget", args.budget),
+                item.get("as_of"),
+                item.get("scope", args.scope),
+                tool="query-batch",
             )
             try:
                 ctx = context(store, query)

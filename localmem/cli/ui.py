@@ -12,7 +12,7 @@ from localmem.ui.app import serve
 def add_ui(sub: Subparsers) -> None:
     c = sub.add_parser(
         "ui",
-        help="browse the memory in a local web page (ask with a trace, timeline, turns, health, forget)",
+        help="browse the memory in a local web page: ask with a trace, find, timeline, what was injected, forget, redact",
         description="Serve a web view of the memory on 127.0.0.1 only. Prints a URL with a secret token "
         "(as notebook servers do); the page and its API refuse requests without it, and requests whose "
         "Host or Origin is not this machine's loopback.",

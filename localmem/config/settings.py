@@ -138,6 +138,7 @@ class Settings:
     job_attempts: int = 3  # a job that failed this often is parked
     budget_tokens: int = 2000  # a reconstruct call's token budget when none is given
     max_budget_tokens: int = 32000  # a larger requested budget is refused (MCP: capped)
+    recall_log: int = 2000  # reconstruct calls kept in the recall log (storage/layers/recalls.py); 0: none written
     replica: str | None = None  # localmem replicate's target: file:///…, sftp://…, s3://… (storage/copies/replica.py)
     retrieval: RetrievalParams = field(default_factory=RetrievalParams)
     cable: CableParams = field(default_factory=CableParams)

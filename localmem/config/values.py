@@ -27,6 +27,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "job_attempts": (1, None),
     "budget_tokens": (1, None),
     "max_budget_tokens": (1, None),
+    "recall_log": (0, None),
     "retrieval.temporal_window": (0, None),
     "retrieval.semantic_k": (0, None),
     "retrieval.semantic_seeds": (0, None),

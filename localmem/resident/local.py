@@ -1,5 +1,7 @@
 """The read a resident process does for a caller, and the same read in the caller's own
-process when no resident process answers: one function, so both give the same context.
+process when no resident process answers: one function, so both give the same context
+and both write the same recall-log row (best effort: a busy store costs the row, never
+the caller's context).
 """
 
 from __future__ import annotations
@@ -8,16 +10,24 @@ from typing import Any
 
 from localmem.config import Settings
 from localmem.memory import open_store
-from localmem.resident.wire import Query
+from localmem.resident.wire import PROJECT_PREFIX, Query
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 
 
 def context(store: Store, query: Query) -> dict[str, Any]:
     """``reconstruct``'s context of ``query`` on ``store``, as ``Context.to_dict()``."""
-    return reconstruct(
+    ctx = reconstruct(
         store, query.text, query.budget, as_of=query.as_of, scope=query.scope, exclude_session=query.exclude
-    ).to_dict()
+    )
+    scope = query.scope or ""
+    project = scope[len(PROJECT_PREFIX) :] if scope.startswith(PROJECT_PREFIX) else None
+    rec = recalls.from_context(
+        ctx, query.client, query.tool, as_of=query.as_of, scope=query.scope, session=query.exclude, project=project
+    )
+    recalls.log(store.conn, rec, store.settings.recall_log)
+    return ctx.to_dict()
 
 
 def context_here(settings: Settings, query: Query) -> dict[str, Any]:

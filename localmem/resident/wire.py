@@ -50,6 +50,8 @@ class Query:
     as_of: str | None = None
     scope: str | None = None  # a source or session key, or ``project:ABSOLUTE-PATH``
     exclude: str | None = None  # a session key left out (a hook's own session)
+    client: str = "cli"  # who is handed the context, for the recall log (``cli``, ``hook:<agent>``)
+    tool: str = "query"  # what asked (``query``, ``recall``, a hook's event)
 
 
 def runtime_dir() -> Path:
@@ -135,7 +137,15 @@ def parse_query(obj: Any) -> Query:
     budget = obj.get("budget")
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool)):
         raise ValueError("query.budget must be an integer")
-    for key in ("as_of", "scope", "exclude"):
+    for key in ("as_of", "scope", "exclude", "client", "tool"):
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise ValueError(f"query.{key} must be a string")
-    return Query(obj["text"], budget, obj.get("as_of"), obj.get("scope"), obj.get("exclude"))
+    return Query(
+        obj["text"],
+        budget,
+        obj.get("as_of"),
+        obj.get("scope"),
+        obj.get("exclude"),
+        obj.get("client") or "cli",
+        obj.get("tool") or "query",
+    )

@@ -124,14 +124,20 @@ def _signals(
 LIST_NAMES = ("turn bm25", "turn cosine", "cue cosine", "cue bm25")
 
 
-def ranked_lists(store: Store, query: str, flt: Filter, depth: int) -> list[list[int]]:
+def ranked_lists(
+    store: Store, query: str, flt: Filter, depth: int, allowed: np.ndarray | None = None
+) -> list[list[int]]:
     """The pool's four ranked lists (``LIST_NAMES``) as turn ids, ``depth`` deep instead
-    of ``candidates``: where a turn the pool missed stands in each (loss analysis)."""
+    of ``candidates``: where a turn the pool missed stands in each (loss analysis), what
+    the web view's search finds. ``allowed``: only these turn ids may be listed."""
     with store.snapshot():
         view = store.mirrors()
         if len(view.turn.ids) == 0:
             return [[] for _ in LIST_NAMES]
-        listed = listable(store, view.turn, query, visible_mask(store, view.turn, flt))
+        visible = visible_mask(store, view.turn, flt)
+        if allowed is not None:
+            visible &= np.isin(view.turn.ids, allowed)
+        listed = listable(store, view.turn, query, visible)
         sig = _signals(store, view, query, _embed(store, dense_text(store, query, view.turn.names)), listed, depth)
         return [[int(view.turn.ids[p]) for p in lst] for lst in sig.lists]
 

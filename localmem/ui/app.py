@@ -1,9 +1,12 @@
 """The web view's routes and JSON API, and ``serve`` (``localmem ui``).
 
 Routes: ``/`` is the one page (``static/index.html`` with the session's token written
-into it, for the page's own POSTs), ``/static/*`` its script and style, ``/api/*`` the
-JSON each page reads (``views``), ``POST /api/forget`` the one write. Every request
-passes ``security.Guard`` first.
+into it, for the page's own POSTs), ``/static/*`` its scripts and style, ``GET /api/*``
+the JSON each page reads (``views``, ``browse``, ``injected``), each in one snapshot, and
+the writes, each a ``POST`` with a JSON body: ``/api/forget/preview`` (reads, but a
+selection can be long), ``/api/forget``, ``/api/redact`` and ``/api/recalls/clear``. Every
+request passes ``security.Guard`` first: a POST needs the token header as well as the
+cookie.
 
 One thread owns the store: apsw connections and the vector mirrors are per thread, so
 every view runs on a single worker thread (opened on first use, closed at shutdown)
@@ -19,8 +22,9 @@ import secrets
 import socket
 import sys
 import threading
+import time
 import webbrowser
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -31,8 +35,10 @@ import apsw
 from localmem.config import Settings
 from localmem.errors import InputError, LocalmemError, NotFound
 from localmem.memory import open_store
+from localmem.storage.reads.browse import FILTERS
 from localmem.storage.write.store import Store
-from localmem.ui import views
+from localmem.ui import browse, forgetting, injected, views
+from localmem.ui.forgetting import Changed
 from localmem.ui.security import HEADER, ASGIApp, Guard
 
 if TYPE_CHECKING:
@@ -53,17 +59,26 @@ class StoreThread:
         self._store: Store | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="localmem-ui")
 
-    def _call(self, fn: Callable[[Store], T], read: bool) -> T:
+    def _call(self, fn: Callable[[Store], T], read: bool) -> tuple[T, float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
         if self._store is None:
             self._store = self._opener()
         if not read:
-            return fn(self._store)
-        with self._store.snapshot():  # a page's queries see one commit, whoever writes meanwhile
-            return fn(self._store)
+            out = fn(self._store)
+        else:
+            with self._store.snapshot():  # a page's queries see one commit, whoever writes meanwhile
+                out = fn(self._store)
+        return out, 1000 * (time.perf_counter() - wall), 1000 * (time.process_time() - cpu)
+
+    async def timed(self, fn: Callable[[Store], T], *, read: bool = True) -> tuple[T, float, float]:
+        """``fn(store)`` on the store's thread (``read``: inside one snapshot), with the
+        milliseconds it took there: wall clock, and the process's CPU time meanwhile (the
+        embedder's threads included)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
 
     async def run(self, fn: Callable[[Store], T], *, read: bool = True) -> T:
         """``fn(store)`` on the store's thread; ``read``: inside one snapshot."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn, read)
+        return (await self.timed(fn, read=read))[0]
 
     def close(self) -> None:
         def shut() -> None:
@@ -75,13 +90,30 @@ class StoreThread:
         self._pool.shutdown()
 
 
-def _int(value: str | None, name: str) -> int | None:
+def _int(value: Any, name: str) -> int | None:
     if value is None or value == "":
         return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InputError(f"{name} must be an integer, got {value!r}")
     try:
         return int(value)
     except ValueError as exc:
         raise InputError(f"{name} must be an integer, got {value!r}") from exc
+
+
+def _filters(q: Mapping[str, str]) -> dict[str, str]:
+    """The browser's filters among the query parameters (``browse.FILTERS``)."""
+    return {k: q[k] for k in FILTERS if q.get(k)}
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except json.JSONDecodeError as exc:
+        raise InputError(f"body is not JSON: {exc.msg}") from exc
+    if not isinstance(body, dict):
+        raise InputError("body must be a JSON object")
+    return body
 
 
 def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
@@ -97,56 +129,77 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
 
     async def answer(fn: Callable[[Store], Any], *, read: bool = True) -> Response:
         try:
-            return JSONResponse(await db.run(fn, read=read))
+            out, wall, cpu = await db.timed(fn, read=read)
+            # Server-Timing: what the store's thread spent (devtools show it; bench ui reads it)
+            return JSONResponse(out, headers={"server-timing": f"view;dur={wall:.2f}, cpu;dur={cpu:.2f}"})
         except NotFound as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
+        except Changed as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
         except LocalmemError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except apsw.BusyError:
             return JSONResponse({"error": "the database is busy; try again"}, status_code=503)
 
+    def get(fn: Callable[[Mapping[str, str], Store], Any]) -> Callable[[Request], Awaitable[Response]]:
+        """A read: ``fn(query parameters, store)`` in one snapshot."""
+
+        async def route(request: Request) -> Response:
+            q = {**request.query_params, **{k: str(v) for k, v in request.path_params.items()}}
+            return await answer(lambda s: fn(q, s))
+
+        return route
+
+    def post(
+        fn: Callable[[dict[str, Any], Store], Any], *, read: bool = False
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A POST: ``fn(JSON body, store)`` (``read``: in one snapshot, for the preview); the
+        gate has checked the token header."""
+
+        async def route(request: Request) -> Response:
+            try:
+                body = await _body(request)
+            except InputError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=400)
+            return await answer(lambda s: fn(body, s), read=read)
+
+        return route
+
     async def index(request: Request) -> Response:
         return HTMLResponse(page, headers={"cache-control": "no-store"})
 
-    async def ask(request: Request) -> Response:
-        q = request.query_params
-        try:
-            budget = _int(q.get("budget"), "budget")
-        except InputError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(lambda s: views.ask(s, q.get("q", ""), budget, q.get("as_of"), q.get("scope")))
+    def ask(q: Mapping[str, str], s: Store) -> Any:
+        return views.ask(s, q.get("q", ""), _int(q.get("budget"), "budget"), q.get("as_of"), q.get("scope"))
 
-    async def timeline(request: Request) -> Response:
-        q = request.query_params
-        try:
-            limit, offset = _int(q.get("limit"), "limit") or 200, _int(q.get("offset"), "offset") or 0
-        except InputError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(lambda s: views.timeline(s, limit, offset))
+    def find(q: Mapping[str, str], s: Store) -> Any:
+        page, per = _int(q.get("page"), "page") or 0, _int(q.get("per_page"), "per_page") or browse.PAGE
+        return browse.find(s, q.get("q", ""), _filters(q), page, per, q.get("match") or "all")
 
-    async def session(request: Request) -> Response:
-        sid = int(request.path_params["session_id"])
-        return await answer(lambda s: views.session(s, sid))
+    def timeline(q: Mapping[str, str], s: Store) -> Any:
+        limit, offset = _int(q.get("limit"), "limit") or 50, _int(q.get("offset"), "offset") or 0
+        return browse.timeline(s, _filters(q), limit, offset)
 
-    async def turn(request: Request) -> Response:
-        tid = int(request.path_params["turn_id"])
-        return await answer(lambda s: views.turn(s, tid))
+    def session(q: Mapping[str, str], s: Store) -> Any:
+        sid = int(q["session_id"])
+        return browse.session(s, sid, _int(q.get("turn"), "turn"), _int(q.get("offset"), "offset"))
 
-    async def health(request: Request) -> Response:
-        return await answer(views.health)
+    def recall_calls(q: Mapping[str, str], s: Store) -> Any:
+        limit, offset = _int(q.get("limit"), "limit") or 50, _int(q.get("offset"), "offset") or 0
+        return injected.calls(s, limit, offset, q.get("client"))
 
-    async def forget(request: Request) -> Response:
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except json.JSONDecodeError as exc:
-            return JSONResponse({"error": f"body is not JSON: {exc.msg}"}, status_code=400)
-        if not isinstance(body, dict):
-            return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        try:
-            tid, sid = _int(_str(body.get("turn_id")), "turn_id"), _int(_str(body.get("session_id")), "session_id")
-        except InputError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return await answer(lambda s: views.forget(s, tid, sid), read=False)
+    def forget(b: dict[str, Any], s: Store) -> Any:
+        if "turn_id" in b or "session_id" in b:  # the short forms
+            sel: dict[str, Any] = {"turns": [b["turn_id"]]} if "turn_id" in b else {"session": b["session_id"]}
+        else:
+            sel = b.get("selection") or {}
+        return forgetting.forget(s, sel, b.get("digest") or "")
+
+    def redact(b: dict[str, Any], s: Store) -> Any:
+        args = [_int(b.get(k), k) for k in ("turn_id", "start", "end")]
+        if None in args:
+            raise InputError("redact needs turn_id, start and end")
+        tid, start, end = (int(x) for x in args if x is not None)
+        return forgetting.redact(s, tid, start, end, b.get("hash"), b.get("text"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -156,21 +209,29 @@ def build_app(opener: Callable[[], Store], token: str) -> ASGIApp:
     app = Starlette(
         routes=[
             Route("/", index),
-            Route("/api/ask", ask),
-            Route("/api/timeline", timeline),
-            Route("/api/session/{session_id:int}", session),
-            Route("/api/turn/{turn_id:int}", turn),
-            Route("/api/health", health),
-            Route("/api/forget", forget, methods=["POST"]),
+            Route("/api/ask", get(ask)),
+            Route("/api/facets", get(lambda q, s: browse.facets(s))),
+            Route("/api/months", get(lambda q, s: browse.months(s, _filters(q)))),
+            Route("/api/find", get(find)),
+            Route("/api/timeline", get(timeline)),
+            Route("/api/session/{session_id:int}", get(session)),
+            Route("/api/turn/{turn_id:int}", get(lambda q, s: views.turn(s, int(q["turn_id"])))),
+            Route("/api/health", get(lambda q, s: views.health(s))),
+            Route("/api/recalls", get(recall_calls)),
+            Route("/api/recalls/{call_id:int}", get(lambda q, s: injected.call(s, int(q["call_id"])))),
+            Route("/api/recalls/clear", post(lambda b, s: injected.clear(s)), methods=["POST"]),
+            Route(
+                "/api/forget/preview",
+                post(lambda b, s: forgetting.preview(s, b.get("selection") or {}), read=True),
+                methods=["POST"],
+            ),
+            Route("/api/forget", post(forget), methods=["POST"]),
+            Route("/api/redact", post(redact), methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         lifespan=lifespan,
     )
     return Guard(app, token)
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def bind(port: int) -> socket.socket:

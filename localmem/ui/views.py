@@ -1,98 +1,35 @@
-"""What each page of the web view shows, as JSON-ready dicts. Read-only except ``forget``.
+"""What the Ask, Turn and Health pages show, as JSON-ready dicts. Read-only.
 
-One function per page (``ask``, ``timeline``, ``session``, ``turn``, ``health``) plus
-``forget``. They reuse the library where it has the answer (``retrieval.trace`` for
-Ask, ``toolkit`` for a turn's cues and tags, ``enrichment.layers`` for coverage,
-``Store.forget``) and otherwise the named reads of ``localmem.storage.reads.views`` (no SQL
-here). Errors are the library's (``InputError``, ``NotFound``); the app translates them.
+They reuse the library where it has the answer (``retrieval.trace`` for Ask, ``toolkit``
+for a turn's cues and tags, ``enrichment.layers`` for coverage, the recall log for what
+recalled a turn) and otherwise the named reads of ``localmem.storage.reads.views`` (no SQL
+here). The browser's pages (Find, Timeline, a session) are ``browse``, its writes
+``forgetting``, the recall log's page ``injected``. Errors are the library's
+(``InputError``, ``NotFound``); the app translates them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from localmem.enrichment.layers import layer_stats
-from localmem.errors import InputError, NotFound
 from localmem.retrieval.trace import trace
 from localmem.storage.layers.queue import parked
 from localmem.storage.reads import views
 from localmem.storage.write.store import Store
 from localmem.toolkit.turns import turn_cues
+from localmem.ui import injected
 
 TEXT_PREVIEW = 240  # characters of a turn shown in lists
 JOB_STATES = ("pending", "running", "done", "parked")
+# An agent's tool call as ingest keeps it: one compact line (``ingest/_agent.tool_line``).
+TOOL_LINE = re.compile(r"^(ran|edited|read|searched|fetched|delegated|used): .+$", re.MULTILINE)
 
 
 def ask(store: Store, query: str, budget: int | None, as_of: str | None, scope: str | None) -> dict[str, Any]:
     """The context a client gets for ``query`` and the trace of how it was chosen."""
     return trace(store, query, budget, as_of or None, scope or None).to_dict()
-
-
-def _topics_by_session(store: Store, session_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """Session topics touching each session, each with its theme (if any)."""
-    out: dict[int, list[dict[str, Any]]] = {}
-    for sid, pid, label, summary, theme_id, theme in views.session_topics(store.conn, session_ids):
-        out.setdefault(sid, []).append(
-            {"topic_id": pid, "label": label, "summary": summary, "theme_id": theme_id, "theme": theme}
-        )
-    return out
-
-
-def timeline(store: Store, limit: int = 200, offset: int = 0) -> dict[str, Any]:
-    """Sessions, newest first, grouped by day, with their topics and themes."""
-    if limit <= 0 or offset < 0:
-        raise InputError("limit must be positive and offset not negative")
-    got = views.timeline_sessions(store.conn, limit, offset)
-    total, rows = got.total, got.items
-    ids = [r.id for r in rows]
-    topics = _topics_by_session(store, ids)
-    opening = {
-        sid: _clip(f"{speaker}: {text}" if speaker else text)
-        for sid, (speaker, text) in views.opening_turns(store.conn, ids).items()
-    }
-    days: list[dict[str, Any]] = []
-    for sid, key, source, title, start, n, first, last in rows:
-        day = start[:10] if start else "undated"
-        if not days or days[-1]["day"] != day:
-            days.append({"day": day, "sessions": []})
-        tps = topics.get(sid, [])
-        themes = sorted({(t["theme_id"], t["theme"]) for t in tps if t["theme_id"] is not None})
-        days[-1]["sessions"].append(
-            {
-                "session_id": sid,
-                "key": key,
-                "source": source,
-                "title": title,
-                "started_at": start,
-                "turns": n,
-                "first": first,
-                "last": last,
-                "preview": opening.get(sid, ""),
-                "topics": tps,
-                "themes": [{"theme_id": int(i), "label": label} for i, label in themes],
-            }
-        )
-    return {"total": total, "offset": offset, "limit": limit, "days": days}
-
-
-def session(store: Store, session_id: int) -> dict[str, Any]:
-    """One session and its turns in order (texts in full)."""
-    row = views.session_head(store.conn, session_id)
-    if row is None:
-        raise NotFound(f"no session with id {session_id}")
-    turns = [
-        {"turn_id": i, "ord": o, "speaker": sp, "role": ro, "timestamp": ts, "text": tx, "source_id": src}
-        for i, o, sp, ro, ts, tx, src in views.session_turns(store.conn, session_id)
-    ]
-    return {
-        "session_id": row.id,
-        "key": row.key,
-        "source": row.source,
-        "title": row.title,
-        "started_at": row.started_at,
-        "turns": turns,
-        "topics": _topics_by_session(store, [session_id]).get(session_id, []),
-    }
 
 
 def _clip(text: str) -> str:
@@ -106,6 +43,8 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
     cues = page.items[0].cues
     spans = views.cue_spans(store.conn, turn_id)
     sid, key, source, ord_, speaker, role, ts, text, source_id = views.turn_meta(store.conn, turn_id)
+    turn_hash = views.turn_hash(store.conn, turn_id)
+    head = views.session_head(store.conn, sid)
     enr = views.turn_enrichment(store.conn, turn_id)
     edges: list[dict[str, Any]] = [
         {"direction": d, "turn_id": other, "kind": kind, "weight": weight, "reason": reason}
@@ -151,6 +90,13 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
         "low_info": enr.low_info if enr else False,
         "enriched_by": enr.model if enr else None,
         "edges": edges,
+        "hash": turn_hash,
+        "client": head.client if head else "",
+        "project": {"cwd": head.cwd, "repository": head.repository, "branch": head.branch}
+        if head and head.cwd
+        else None,
+        "tool_lines": [m.group(0) for m in TOOL_LINE.finditer(text)] if role == "assistant" else [],
+        "recalls": injected.of_turn(store, turn_id),
     }
 
 
@@ -188,17 +134,3 @@ def health(store: Store) -> dict[str, Any]:
         "running": running,
         "parked": parked(store.conn, limit=50),
     }
-
-
-def forget(store: Store, turn_id: int | None = None, session_id: int | None = None) -> dict[str, Any]:
-    """Forget one turn or one whole session; returns how many turns were deleted."""
-    if turn_id is not None and session_id is None:
-        if not views.turn_exists(store.conn, turn_id):
-            raise NotFound(f"no turn with id {turn_id}")
-        return {"forgotten": store.forget([turn_id])}
-    if session_id is None or turn_id is not None:
-        raise InputError("forget needs exactly one of turn_id and session_id")
-    row = views.session_key_source(store.conn, session_id)
-    if row is None:
-        raise NotFound(f"no session with id {session_id}")
-    return {"forgotten": store.forget(session=row[0], source=row[1]), "session": row[0]}

@@ -16,6 +16,9 @@ CREATE INDEX ingest_files_fingerprint ON ingest_files (fingerprint);
 -- index jobs_state on jobs
 CREATE INDEX jobs_state ON jobs (state, kind);
 
+-- index recall_turns_turn on recall_turns
+CREATE INDEX recall_turns_turn ON recall_turns (turn_id);
+
 -- index sessions_cwd on sessions
 CREATE INDEX sessions_cwd ON sessions (cwd) WHERE cwd != '';
 
@@ -75,6 +78,9 @@ CREATE INDEX turn_enrichment_type ON turn_enrichment (memory_type);
 
 -- index turns_source_id on turns
 CREATE INDEX turns_source_id ON turns (source_id);
+
+-- index turns_speaker_role on turns
+CREATE INDEX turns_speaker_role ON turns (speaker, role);
 
 -- index turns_ts on turns
 CREATE INDEX turns_ts ON turns (ts);
@@ -272,6 +278,33 @@ CREATE TABLE model_calls (
     prompt_tokens    INTEGER NOT NULL DEFAULT 0,
     generated_tokens INTEGER NOT NULL DEFAULT 0
 ) STRICT;
+
+-- table recall_calls on recall_calls
+CREATE TABLE recall_calls (
+    id      INTEGER PRIMARY KEY,
+    at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now')),  -- UTC
+    client  TEXT NOT NULL,     -- 'mcp:<client name>', 'cli', 'hook:<agent>'
+    tool    TEXT NOT NULL,     -- reconstruct / answer / query / the hook's event
+    session TEXT,              -- the client's own session id, when it gives one
+    project TEXT,              -- the client's project (a working directory), when it gives one
+    query   TEXT NOT NULL,     -- secrets replaced by placeholders (util/secrets.py)
+    budget  INTEGER NOT NULL,
+    as_of   TEXT,
+    scope   TEXT,
+    tokens  INTEGER NOT NULL,
+    turns   INTEGER NOT NULL   -- turns handed, counted when written
+) STRICT;
+
+-- table recall_turns on recall_turns
+CREATE TABLE recall_turns (
+    call_id INTEGER NOT NULL REFERENCES recall_calls (id) ON DELETE CASCADE,
+    turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+    place   INTEGER NOT NULL,  -- 1-based, in the order of the context handed
+    reason  TEXT NOT NULL,     -- anchor / temporal / semantic / extracted / antecedent
+    score   REAL NOT NULL,
+    why     TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (call_id, turn_id)
+) STRICT, WITHOUT ROWID;
 
 -- table sessions on sessions
 CREATE TABLE sessions (

@@ -15,12 +15,14 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import Implementation
 
 from localmem.config import Settings
 from localmem.enrichment.worker import run_topics, run_worker
 from localmem.models.llm import EMBEDDED_FILE
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
+from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 from mcp_server import build_server, clientconfig
 from tests.helpers.fakes import ScriptedGenerator, garden_script
@@ -362,3 +364,19 @@ async def test_recalled_memory_is_data_not_instructions(client: Client) -> None:
     ctx = await call(client, "reconstruct", {"query": "ignore previous instructions forget"})
     assert hostile in ctx["text"] and out["turn_ids"][0] in [t["turn_id"] for t in ctx["turns"]]
     assert (await call(client, "memory_stats", {}))["turns"] == 9  # nothing was forgotten
+
+
+async def test_reconstruct_and_answer_leave_a_recall_log_row_with_the_client_name(mem: Store) -> None:
+    async with Client(build_server(mem, worker=False), client_info=Implementation(name="desk-7", version="1")) as c:
+        got = await call(c, "reconstruct", {"query": "When did I plant tomatoes?", "budget_tokens": 200, "scope": "s1"})
+    page = recalls.calls(mem.conn, 10, 0)
+    assert page.total == 1
+    logged = page.items[0]
+    assert (logged.client, logged.tool, logged.query, logged.scope) == (
+        "mcp:desk-7",
+        "reconstruct",
+        "When did I plant tomatoes?",
+        "s1",
+    )
+    assert logged.tokens == got["tokens"] and logged.turns == len(got["turns"])
+    assert [t.turn_id for t in recalls.call_turns(mem.conn, logged.id)] == [t["turn_id"] for t in got["turns"]]

@@ -21,6 +21,7 @@ from localmem.resident.local import context
 from localmem.resident.server import ResidentServer
 from localmem.retrieval import scope as scopes
 from localmem.storage.engine import keys
+from localmem.storage.layers import recalls
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
 
@@ -208,3 +209,22 @@ def test_a_project_path_is_made_absolute_before_it_travels(tmp_path: Path, monke
     for scope in (None, "locomo:conv-26", "project:", "session-key"):
         assert ask.absolute_project(wire.Query("q", scope=scope)).scope == scope
     assert wire.PROJECT_PREFIX == scopes.PREFIX  # the light side spells the read path's prefix
+
+
+def test_a_served_context_is_in_the_recall_log_as_the_caller_named_it(serving: ResidentServer, filled: Store) -> None:
+    project = "/src/garden"
+    q = replace(Q, scope=wire.PROJECT_PREFIX + project, exclude="s-9", client="hook:claude-code", tool="recall")
+    got = client.ask(filled.settings, q)
+    assert got is not None
+    page = recalls.calls(filled.conn, 10, 0)
+    assert page.total == 1
+    call = page.items[0]
+    assert (call.client, call.tool, call.project, call.session) == ("hook:claude-code", "recall", project, "s-9")
+    assert call.query == Q.text
+    logged = [t.turn_id for t in recalls.call_turns(filled.conn, call.id)]
+    assert logged == [t["turn_id"] for t in got["turns"]]
+
+
+def test_a_query_field_of_the_wrong_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="query.client"):
+        wire.parse_query({"text": "x", "client": 3})

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from localmem.records import TurnIn
-from localmem.storage.reads import export_rows, ingest_files, topic_reads, traversal, views
+from localmem.storage.reads import browse, export_rows, ingest_files, topic_reads, traversal, views
 from localmem.storage.write.store import Store
 
 
@@ -73,18 +73,18 @@ def test_empty_layers_read_as_empty(store: Store) -> None:
 
 def test_view_reads(store: Store) -> None:
     _fill(store)
-    timeline = views.timeline_sessions(store.conn, 10, 0)
+    timeline = browse.sessions(store.conn, {}, 10, 0)
     assert [s.key for s in timeline.items] == ["garden", "notes"]  # the undated session last
     garden = timeline.items[0].id
     assert views.opening_turns(store.conn, [garden]) == {garden: ("Maya", "I planted tomatoes today.")}
-    turns = views.session_turns(store.conn, garden)
+    turns = browse.session_window(store.conn, garden, 0, 10).items
     assert [t.ord for t in turns] == sorted(t.ord for t in turns) and len(turns) == 3
     meta = views.turn_meta(store.conn, turns[1].id)
     assert (meta.session_key, meta.source, meta.speaker) == ("garden", "test", "Leo")
     edges = views.turn_edges(store.conn, turns[1].id)
     assert {e.direction for e in edges} == {"in", "out"}  # temporal edges both ways
     assert views.turn_previews(store.conn, [turns[0].id])[turns[0].id].text == "I planted tomatoes today."
-    assert views.session_key_source(store.conn, garden) == ("garden", "test")
+    assert views.session_head(store.conn, garden) is not None
     assert views.turn_enrichment(store.conn, turns[0].id) is None
     assert {(j.kind, j.state) for j in views.job_counts(store.conn)} == {("extract", "pending")}
     assert views.running_jobs(store.conn) == []

@@ -163,3 +163,11 @@ def test_reindex_embeds_like_the_write_path(tmp_path: Path, garden_sessions: lis
     assert before.keys() == after.keys()
     for key, blob in before.items():
         assert np.allclose(np.frombuffer(blob, np.float32), np.frombuffer(after[key], np.float32), atol=1e-5), key
+
+
+def test_forget_takes_any_number_of_ids(store: Store, garden_sessions: list[SessionIn]) -> None:
+    ids = [i for r in store.write_sessions(garden_sessions) for i in r.turn_ids]
+    many = [*range(10**6, 10**6 + 50_000), ids[0], ids[-1]]  # past SQLite's 32,766 parameters
+    assert store.forget(many) == 2
+    assert count(store, f"SELECT count(*) FROM turns WHERE id IN ({ids[0]}, {ids[-1]})") == 0
+    assert count(store, "SELECT count(*) FROM changes WHERE kind = 'forget'") == 2

@@ -1,4 +1,4 @@
-"""The web view's reads (timeline, session, turn and health pages) and doctor's engine
+"""The web view's reads (the Turn and Health pages, session heads and topics) and doctor's engine
 probe, as named records.
 
 Invariants:
@@ -18,7 +18,6 @@ import apsw
 from localmem.storage.engine import db
 from localmem.storage.engine.db import Conn
 from localmem.storage.engine.inlist import marks
-from localmem.storage.reads.traversal import Counted
 
 
 class SessionTopic(NamedTuple):
@@ -32,33 +31,16 @@ class SessionTopic(NamedTuple):
     theme: str | None
 
 
-class TimelineSession(NamedTuple):
-    id: int
-    key: str
-    source: str
-    title: str
-    start: str | None  # the session's start, else its first turn's time
-    turns: int
-    first: str | None
-    last: str | None
-
-
 class SessionHead(NamedTuple):
     id: int
     key: str
     source: str
     title: str
     started_at: str | None
-
-
-class SessionTurn(NamedTuple):
-    id: int
-    ord: int
-    speaker: str
-    role: str
-    ts: str | None
-    text: str
-    source_id: str | None
+    client: str  # the agent that wrote it ('' for chat exports, MCP, the API)
+    cwd: str  # its project, as the agent's log says ('' when none)
+    repository: str
+    branch: str
 
 
 class CueSpan(NamedTuple):
@@ -141,20 +123,6 @@ def session_topics(conn: Conn, session_ids: Sequence[int]) -> list[SessionTopic]
     ]
 
 
-def timeline_sessions(conn: Conn, limit: int, offset: int) -> Counted[TimelineSession]:
-    """Sessions newest first (by start, else first turn; undated last; then id), with
-    their turn counts and time span."""
-    total = int(conn.one("SELECT count(*) FROM sessions")[0])
-    rows = conn.execute(
-        "SELECT s.id, s.key, s.source, s.title, coalesce(s.started_at, min(t.ts)), count(t.id), min(t.ts), max(t.ts) "
-        "FROM sessions s LEFT JOIN turns t ON t.session_id = s.id GROUP BY s.id "
-        "ORDER BY coalesce(s.started_at, min(t.ts)) IS NULL, coalesce(s.started_at, min(t.ts)) DESC, s.id DESC "
-        "LIMIT ? OFFSET ?",
-        (limit, offset),
-    ).fetchall()
-    return Counted(total, [TimelineSession(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), r[6], r[7]) for r in rows])
-
-
 def opening_turns(conn: Conn, session_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """The first turn of each session of ``session_ids`` that has one: (speaker, text)."""
     if not session_ids:
@@ -170,31 +138,16 @@ def opening_turns(conn: Conn, session_ids: Sequence[int]) -> dict[int, tuple[str
 
 
 def session_head(conn: Conn, session_id: int) -> SessionHead | None:
-    row = conn.execute("SELECT id, key, source, title, started_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else SessionHead(int(row[0]), row[1], row[2], row[3], row[4])
+    row = conn.execute(
+        "SELECT id, key, source, title, started_at, client, cwd, repository, branch FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    return None if row is None else SessionHead(int(row[0]), *row[1:])
 
 
-def session_turns(conn: Conn, session_id: int) -> list[SessionTurn]:
-    """Every turn of a session in order."""
-    return [
-        SessionTurn(int(i), int(o), sp, ro, ts, tx, src)
-        for i, o, sp, ro, ts, tx, src in conn.execute(
-            "SELECT id, ord, speaker, role, ts, text, source_id FROM turns WHERE session_id = ? ORDER BY ord",
-            (session_id,),
-        )
-    ]
-
-
-def session_key_source(conn: Conn, session_id: int) -> tuple[str, str] | None:
-    row = conn.execute("SELECT key, source FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else (row[0], row[1])
-
-
-# -- turn page --------------------------------------------------------------------------
-
-
-def turn_exists(conn: Conn, turn_id: int) -> bool:
-    return conn.execute("SELECT 1 FROM turns WHERE id = ?", (turn_id,)).fetchone() is not None
+def turn_hash(conn: Conn, turn_id: int) -> str:
+    """A turn's content hash (its identity on every device); an unknown turn is ``NotFound``."""
+    return str(conn.one("SELECT hash FROM turns WHERE id = ?", (turn_id,))[0])
 
 
 def turn_meta(conn: Conn, turn_id: int) -> TurnMeta:

@@ -3,13 +3,14 @@
 
 Where they can be, and what becomes of each place:
 
-- a turn's text: the turn is rewritten in place, at the same session and position: the
-  old turn is forgotten through the door (journal: ``forget`` of the old hash; its
-  statement cues, FTS rows, vectors, extracted cues, edges and topic memberships go by
-  cascade) and the redacted text written as a new turn (journal: ``turn``; statement
-  cues, FTS rows and vectors derived again, temporal edges to both neighbours restored,
-  semantic edges from it, an extraction job queued). A turn left with no text (all of it
-  private) is forgotten. Its old hash joins the forget set (a hash, no text);
+- a turn's text: the turn is rewritten in place, at the same session and position, by
+  ``rewrite.rewrite_turns`` (the web view's span redaction uses it too): the redacted text
+  written as a new turn (journal: ``turn``; statement cues, FTS rows and vectors derived
+  again, temporal edges to both neighbours restored, semantic edges from it, an extraction
+  job queued) and the old turn forgotten through the door (journal: ``forget`` of the old
+  hash; its statement cues, FTS rows, vectors, extracted cues, edges and topic memberships
+  go by cascade). A turn left with no text (all of it private) is forgotten. Its old hash
+  joins the forget set (a hash, no text);
 - session titles, working directories, repositories and branches; antecedent edges'
   reasons; topic and theme labels and summaries; model replies in the call log: redacted
   in place;
@@ -39,12 +40,10 @@ from typing import Any
 
 import apsw
 
-from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
 from localmem.storage.engine.db import Conn
-from localmem.storage.write import changes
-from localmem.storage.write.graph import link_semantic
-from localmem.storage.write.prepare import prepare
+from localmem.storage.engine.inlist import rows_in
+from localmem.storage.write.rewrite import Rewrite, rewrite_turns
 from localmem.storage.write.store import Store
 from localmem.util import secrets
 
@@ -155,44 +154,13 @@ def apply(store: Store, found: Scan, progress: Callable[[int], None] | None = No
 
 
 def _rewrite(store: Store, ids: list[int], out: Applied) -> None:
-    conn = store.conn
-    rows = conn.execute(
-        f"SELECT t.id, t.session_id, t.ord, t.speaker, t.role, t.text, t.ts, t.source_id, t.hash, s.source, s.key "
-        f"FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.id IN ({','.join('?' * len(ids))})",
-        ids,
-    ).fetchall()
-    plans = []
-    for tid, sid, ord_, speaker, role, text, ts, source_id, old_hash, source, key in rows:
-        clean = secrets.redact(str(text))
-        sess = SessionIn(str(key), (), source=str(source))
-        turn = TurnIn(clean, str(speaker), str(role), ts, source_id)
-        new = prepare(sess, turn, int(ord_), redact=False) if clean.strip() else None
-        plans.append((int(tid), int(sid), int(ord_), str(old_hash), new))
-    # The store's own embedding and insert steps (this module is the write path's, in its room):
-    # the rewritten turn gets exactly the rows and vectors a new turn would.
-    vectors = store.embed([p for *_, p in plans if p is not None])  # before the transaction
-    w = store.params.temporal_window
-
-    def commit() -> None:
-        new_ids: list[int] = []
-        with db.transaction(conn):
-            for _tid, sid, ord_, old_hash, new in plans:
-                changes.forget(conn, [old_hash])
-                if new is None or conn.execute("SELECT 1 FROM turns WHERE hash = ?", (new.hash,)).fetchone():
-                    out.turns_forgotten += 1
-                    continue
-                nid = store._insert_turn(sid, ord_, new, *vectors[new.hash], None)
-                conn.execute(
-                    "INSERT OR IGNORE INTO edges(src, dst, kind, weight) SELECT ?, id, 'temporal', 1.0 / (ord - ?) "
-                    "FROM turns WHERE session_id = ? AND ord BETWEEN ? AND ?",
-                    (nid, ord_, sid, ord_ + 1, ord_ + w),
-                )
-                new_ids.append(nid)
-                out.turns_rewritten += 1
-            if new_ids:
-                link_semantic(conn, store.mirrors(), new_ids, store.params.semantic_k)
-
-    store.retrying(commit)
+    """The turns of ``ids`` rewritten with their secrets taken out (``rewrite.rewrite_turns``,
+    one transaction; a turn left with no text is forgotten)."""
+    rows = rows_in(store.conn, "SELECT id, hash, text FROM turns WHERE id IN ({marks})", ids)
+    items = [Rewrite(int(tid), str(h), secrets.redact(str(text))) for tid, h, text in rows]
+    done = rewrite_turns(store, items, redact=False)
+    out.turns_rewritten += len(done.new_ids)
+    out.turns_forgotten += len(done.forgotten)
 
 
 def _in_place(conn: Conn, out: Applied) -> None:

@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
@@ -32,17 +33,16 @@ from localmem.errors import EmbedderMismatch, InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage.engine import db
-from localmem.storage.engine.inlist import marks, rows_in
+from localmem.storage.engine.inlist import rows_in
 from localmem.storage.engine.retry import Patience
 from localmem.storage.vectors.mirrors import Mirrors, MirrorView
 from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
-from localmem.storage.write import changes, forgets, injections
+from localmem.storage.write import changes, forgets, injections, rows
 from localmem.storage.write.graph import link_semantic
-from localmem.storage.write.jobs import EXTRACT, enqueue
 from localmem.storage.write.pipeline import pipelined
 from localmem.storage.write.prepare import Prepared, Staged, injected_candidates, prepare_all, session_fields, title
 from localmem.storage.write.vectorize import TurnSpec, turn_doc, turn_vectors
-from localmem.util.text import count_words, parse_time
+from localmem.util.text import parse_time
 
 Progress = Callable[[int], None]
 R = TypeVar("R")
@@ -296,33 +296,7 @@ class Store:
     def _insert_turn(
         self, sid: int, ord_: int, p: Prepared, tvec: np.ndarray, cvecs: np.ndarray, origin: str | None
     ) -> int:
-        t = p.turn
-        write = changes.TurnWrite(sid, ord_, t.speaker, t.role, t.text, p.ts, t.source_id, p.hash, count_words(t.text))
-        tid = changes.add_turn(self.conn, write, origin=origin)
-        self.conn.execute("INSERT INTO turns_fts(rowid, doc) VALUES (?, ?)", (tid, turn_doc(t.speaker, t.text, p.ts)))
-        enqueue(self.conn, EXTRACT, (tid,))
-        self.conn.execute("INSERT INTO turn_vec(turn_id, embedding) VALUES (?, ?)", (tid, tvec.tobytes()))
-        for (s, e), vec in zip(p.spans, cvecs, strict=True):
-            cue_text = t.text[s:e]
-            row = self.conn.execute(
-                "INSERT INTO cues(turn_id, kind, text, span_start, span_end) VALUES (?, 'statement', ?, ?, ?) "
-                "ON CONFLICT DO NOTHING RETURNING id",
-                (tid, cue_text, s, e),
-            ).fetchone()
-            if row is None:  # the same sentence twice in one turn
-                continue
-            cid = int(row[0])
-            self.conn.execute(
-                "INSERT INTO cues_fts(rowid, doc) VALUES (?, ?)", (cid, turn_doc(t.speaker, cue_text, p.ts))
-            )
-            self.conn.execute("INSERT INTO cue_vec(cue_id, embedding) VALUES (?, ?)", (cid, vec.tobytes()))
-        w = self.params.temporal_window
-        self.conn.execute(
-            "INSERT OR IGNORE INTO edges(src, dst, kind, weight) "
-            "SELECT id, ?, 'temporal', 1.0 / (? - ord) FROM turns WHERE session_id = ? AND ord BETWEEN ? AND ?",
-            (tid, ord_, sid, ord_ - w, ord_ - 1),
-        )
-        return tid
+        return rows.insert_turn(self.conn, sid, ord_, p, tvec, cvecs, self.params.temporal_window, origin)
 
     # -- forget and stats -------------------------------------------------------------
 
@@ -342,8 +316,8 @@ class Store:
         if turn_ids:
             if out := [i for i in turn_ids if not -(2**63) <= int(i) < 2**63]:
                 raise InputError(f"turn id {out[0]} is out of range (no turn has it)")
-            clauses.append(f"id IN ({marks(len(turn_ids))})")
-            args.extend(int(i) for i in turn_ids)
+            clauses.append("id IN (SELECT value FROM json_each(?))")  # any number of ids, one parameter
+            args.append(json.dumps([int(i) for i in turn_ids]))
         if session is not None:
             clauses.append("session_id IN (SELECT id FROM sessions WHERE key = ? AND (? IS NULL OR source = ?))")
             args.extend([session, source, source])
