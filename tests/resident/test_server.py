@@ -226,5 +226,5 @@ def test_a_served_context_is_in_the_recall_log_as_the_caller_named_it(serving: R
 
 
 def test_a_query_field_of_the_wrong_type_is_refused() -> None:
-    with pytest.raises(ValueError, match="query.client"):
+    with pytest.raises(ValueError, match=r"query\.client"):
         wire.parse_query({"text": "x", "client": 3})
