@@ -136,14 +136,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
-        print(f"localmem: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("localmem: interrupted", file=sys.stderr)
         return 130
     except (apsw.Error, OSError) as exc:  # the database file or a path given is unusable
-        print(f"localmem: error: {edge_error(exc, args)}", file=sys.stderr)
+        _error(edge_error(exc, args))
         return 1
+
+
+# Every character str.splitlines() breaks at: a path or value quoted in an error may hold
+# one, and the error must stay the one line scripts and hooks read.
+_LINE_BREAKS = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in (*range(0x0A, 0x0E), 0x1C, 0x1D, 0x1E, 0x85)}
+_LINE_BREAKS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _error(text: str) -> None:
+    print(f"localmem: error: {text.translate(_LINE_BREAKS)}", file=sys.stderr)
 
 
 def _utf8(value: object) -> bool:

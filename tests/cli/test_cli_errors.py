@@ -146,3 +146,18 @@ def test_the_named_cases_as_subprocesses(place: dict[str, str], args: list[str],
     proc = subprocess.run(driver(*full), capture_output=True, text=True, timeout=120, env=os.environ.copy())
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and says in proc.stderr
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\x85", "\u2028", "\x1e"])
+def test_an_error_naming_a_path_with_a_line_break_stays_one_line(place: dict[str, str], brk: str) -> None:
+    missing = place["folder"] + f"/no{brk}such.jsonl"
+    proc = subprocess.run(
+        driver("--db", place["good"], "ingest", missing),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.rstrip("\n").splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("localmem: error:") and "such.jsonl" in proc.stderr
