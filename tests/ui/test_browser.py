@@ -67,6 +67,9 @@ def test_find_searches_filters_pages_and_opens_in_context(
     assert "Lisbon" in first.text and "tram" in first.text  # both words: every list agrees
     assert {m.text.lower() for m in first.find_elements("css selector", "mark.hit")} >= {"lisbon", "tram"}
     assert first.find_elements("css selector", ".match-words")
+    # a query word is marked where a word starts, never inside another word
+    parts = "return marked('programs and RAM, ram-disk', ['ram']).map(p => typeof p === 'string' ? p : '<' + p.textContent + '>')"
+    assert "".join(browser.execute_script(parts)) == "programs and <RAM>, <ram>-disk"
     shot(browser, "find", tmp_path)
     assert console_errors(browser) == []
     # a filter narrows the read path's lists themselves

@@ -81,7 +81,8 @@ function go(path, params) {
   location.hash = q ? `${path}?${q}` : path;
 }
 
-// Words of a query, to mark in result texts (as <mark> elements around text nodes).
+// Words of a query, to mark in result texts (as <mark> elements around text nodes). A word
+// is marked where a word starts ("ram" in "RAM stick", not in "programs"), as the lists match.
 const STOP = new Set("a an the and or but of to in on at by for with about from is are was were be been do does did i me my we our you your he she it its they them this that what which who when where why how not no can could would should will".split(" "));
 function queryWords(q) {
   return [...new Set((q || "").toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || [])].filter((w) => !STOP.has(w));
@@ -89,7 +90,7 @@ function queryWords(q) {
 function marked(text, words) {
   if (!words.length) return [text];
   const esc = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  const re = new RegExp(`(${esc.join("|")})`, "giu");
+  const re = new RegExp(`(?<![\\p{L}\\p{N}])(${esc.join("|")})`, "giu");
   return text.split(re).map((part, i) => (i % 2 ? h("mark", { class: "hit" }, part) : part));
 }
 
