@@ -130,7 +130,7 @@ def locations(
     for name in [*chosen, *folders]:
         if name not in CLIENTS:
             raise InputError(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
-    out = []
+    out: list[Location] = []
     for c in chosen:
         root = Path(folders[c]).expanduser() if c in folders else default_root(c, env)
         if c == "vscode":
