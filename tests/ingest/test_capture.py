@@ -156,10 +156,10 @@ def test_a_step_still_open_is_held_until_it_is_whole(tmp_path: Path) -> None:
 class Following:
     """``Watcher.agents`` in a thread with its own store, as `localmem watch` runs it."""
 
-    def __init__(self, root: Path, db: Path, final_after: float) -> None:
+    def __init__(self, root: Path, db: Path, final_after: float, client: str = "claude-code") -> None:
         self.events: list[dict[str, Any]] = []
         self.stop = threading.Event()
-        locs = capture.locations(["claude-code"], {"claude-code": root})
+        locs = capture.locations([client], {client: root})
         self.db = db
 
         def run() -> None:
@@ -217,6 +217,46 @@ def test_watch_follows_a_growing_transcript_every_turn_once_in_order(tmp_path: P
         watch.close()
     assert stored_texts(tmp_path / "m.db") == expected
     assert reads_made > 1  # read as it grew, not once at the end
+    assert not [e for e in watch.events if e["event"] == "error"]
+
+
+def test_watch_follows_a_vscode_session_saved_again_and_again(tmp_path: Path) -> None:
+    """A VS Code ``.json`` session rewritten whole on every save (each request first saved
+    mid-stream, as VS Code writes one: cancelled, no result) and a ``.jsonl`` log appended
+    entry by entry, while the real watcher follows the folder: every turn once, in order,
+    no half-streamed answer stored."""
+    user = tmp_path / "User"
+    chats = user / "workspaceStorage" / "8b1a" / "chatSessions"
+    chats.mkdir(parents=True)
+    src = FIXTURES / "vscode" / "User" / "workspaceStorage" / "8b1a9953c4611296a827abf8c47804d7" / "chatSessions"
+    full = json.loads(next(src.glob("*.json")).read_text("utf-8"))
+    flat = chats / "2f7d5c1b.json"
+    log_lines = next(src.glob("*.jsonl")).read_text("utf-8").splitlines(keepends=True)
+    log = chats / "7e3a1c9d.jsonl"
+    watch = Following(user, tmp_path / "m.db", final_after=1.0, client="vscode")
+    try:
+        for n in range(1, len(full["requests"]) + 1):
+            saved = json.loads(json.dumps(full))
+            saved["requests"] = saved["requests"][:n]
+            last = saved["requests"][-1]
+            streaming = {**last, "response": last["response"][:-1], "modelState": {"value": 2, "completedAt": 1}}
+            streaming.pop("result")
+            for version in ({**saved, "requests": [*saved["requests"][:-1], streaming]}, saved):
+                flat.write_text(json.dumps(version, indent=2), "utf-8")
+                time.sleep(0.3)
+        for line in log_lines:
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+            time.sleep(0.05)
+        expected = [t.text for s in load(flat, "vscode") for t in s.turns]
+        expected_log = [t.text for s in load(log, "vscode") for t in s.turns]
+        watch.wait(lambda: len(watch_texts(tmp_path / "m.db")) >= len(expected) + len(expected_log))
+        time.sleep(1.5)  # past final_after: the last reads are done
+    finally:
+        watch.close()
+    texts = stored_texts(tmp_path / "m.db")
+    assert sorted(texts) == sorted(expected + expected_log) and len(texts) == 9
+    assert [t for t in texts if t in expected] == expected and [t for t in texts if t in expected_log] == expected_log
     assert not [e for e in watch.events if e["event"] == "error"]
 
 
