@@ -147,12 +147,13 @@ class _Reader:
             if not isinstance(req, dict) or not isinstance(req.get("requestId"), str):
                 raise InputError("a request needs a string 'requestId'", path=str(self.path), where=at)
             rid = req["requestId"]
-            ts = _ms(req.get("timestamp"), self.path, f"{at}.timestamp")
             if rid not in self.taken:
-                self.taken.add(rid)
+                self.taken.add(rid)  # first: a bad request is reported once, not at every entry after it
                 text = _message(req.get("message"))
                 if text:
-                    out.append(TurnIn(text, "user", "user", ts, rid))
+                    out.append(
+                        TurnIn(text, "user", "user", _ms(req.get("timestamp"), self.path, f"{at}.timestamp"), rid)
+                    )
                 else:
                     self.skipped["empty message"] += 1
             key = rid + "/response"
@@ -169,7 +170,11 @@ class _Reader:
             reply = self._response(req)
             if reply:
                 native = req["responseId"] if isinstance(req.get("responseId"), str) else key
-                out.append(TurnIn(reply, "assistant", "assistant", ts, native))
+                out.append(
+                    TurnIn(
+                        reply, "assistant", "assistant", _ms(req.get("timestamp"), self.path, f"{at}.timestamp"), native
+                    )
+                )
             else:
                 failed = isinstance(req.get("result"), dict) and req["result"].get("errorDetails")
                 self.skipped["failed response" if failed or state == FAILED else "empty response"] += 1
@@ -200,6 +205,8 @@ class _Reader:
         kind = part.get("kind")
         if kind is None and isinstance(part.get("value"), str):
             return part["value"], None  # a markdown string
+        if not isinstance(kind, str):
+            return "", None
         if kind in ("markdownContent", "markdownVuln"):
             return _value(part.get("content")), None
         if kind == "inlineReference":
