@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from localmem.bench import agent_logs
 from localmem.config import IngestParams, Settings
 from localmem.errors import InputError
 from localmem.ingest import detect, load, runner, units
@@ -220,3 +221,11 @@ def test_windows_workspace_folder(tmp_path: Path) -> None:
     assert s.project == Project(cwd="c:/Users/dev/shop")
     (folder / "workspace.json").write_text(json.dumps({"workspace": "file:///home/dev/all.code-workspace"}))
     assert load(path)[0].project is None  # a multi-root workspace: no one folder
+
+
+def test_the_bench_log_reads_as_the_bench_expects(tmp_path: Path) -> None:
+    """``localmem bench watch --client vscode`` compares the store with ``vscode_expected_turns``."""
+    log = tmp_path / "s.jsonl"
+    log.write_text("\n".join(agent_logs.vscode_log("s", 4)) + "\n", "utf-8")
+    assert detect(log) == "vscode"
+    assert [t.text for s in load(log) for t in s.turns] == agent_logs.vscode_expected_turns(4)
