@@ -24,7 +24,8 @@ results, progress, confirmations and other UI parts, failed responses with no te
 response not finished yet. A turn's native id is the request id (the person) or the
 response id (the agent), its time the request's. Source = ``vscode``; session =
 ``sessionId``; project = the workspace's folder (``workspace.json`` beside
-``chatSessions``, a ``file://`` URI).
+``chatSessions``, a ``file://`` URI), with the git remote, branch and commit of the
+session's ``repoData`` where VS Code recorded it.
 
 Invariants:
 - a response is stored once, finished: in the log, when its ``modelState`` says complete,
@@ -42,21 +43,34 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from localmem.errors import InputError
 from localmem.ingest._agent import tool_line
 from localmem.ingest._json import Cursor, Record, records
-from localmem.ingest._units import Unit, bad, timestamp
+from localmem.ingest._units import Unit, bad
+from localmem.ingest._vscode import (
+    CANCELLED,
+    COMPLETE,
+    FAILED,
+    has_line,
+    message,
+    ms,
+    patch,
+    reference,
+    response_state,
+    tool,
+    uri_path,
+    value,
+    with_repo,
+    workspace_project,
+)
 from localmem.records import Project, SessionIn, TurnIn
 
 SOURCE = CLIENT = "vscode"
-COMPLETE, CANCELLED, FAILED = 1, 2, 3
 # Response parts that are the UI's, not something the agent said: left out without a count.
 _QUIET = frozenset(
     {
@@ -71,7 +85,7 @@ _QUIET = frozenset(
 
 def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
     start = start or Cursor()
-    if path.suffix == ".jsonl" and not _has_line(path):
+    if path.suffix == ".jsonl" and not has_line(path):
         return  # the log's first entry is still being written: the next read takes it
     reader = _Reader(path, tool_lines)
     last_after = Cursor()
@@ -128,7 +142,7 @@ class _Reader:
         elif obj.get("kind") in (1, 2, 3) and isinstance(obj.get("k"), list):
             if self.state is None:
                 raise InputError("a change before the log's first entry", path=str(self.path), where=rec.where)
-            _patch(self.state, obj, self.path, rec.where)
+            patch(self.state, obj, self.path, rec.where)
         else:
             raise InputError(
                 "not a VS Code chat session or one of its log entries", path=str(self.path), where=rec.where
@@ -149,17 +163,17 @@ class _Reader:
             rid = req["requestId"]
             if rid not in self.taken:
                 self.taken.add(rid)  # first: a bad request is reported once, not at every entry after it
-                text = _message(req.get("message"))
+                text = message(req.get("message"))
                 if text:
                     out.append(
-                        TurnIn(text, "user", "user", _ms(req.get("timestamp"), self.path, f"{at}.timestamp"), rid)
+                        TurnIn(text, "user", "user", ms(req.get("timestamp"), self.path, f"{at}.timestamp"), rid)
                     )
                 else:
                     self.skipped["empty message"] += 1
             key = rid + "/response"
             if key in self.taken:
                 continue
-            state = _state(req)
+            state = response_state(req)
             if self.flat and not (state in (COMPLETE, FAILED) or isinstance(req.get("result"), dict)):
                 if hold and i == len(requests) - 1:
                     held = True  # maybe still streaming (module docstring)
@@ -172,7 +186,7 @@ class _Reader:
                 native = req["responseId"] if isinstance(req.get("responseId"), str) else key
                 out.append(
                     TurnIn(
-                        reply, "assistant", "assistant", _ms(req.get("timestamp"), self.path, f"{at}.timestamp"), native
+                        reply, "assistant", "assistant", ms(req.get("timestamp"), self.path, f"{at}.timestamp"), native
                     )
                 )
             else:
@@ -208,9 +222,9 @@ class _Reader:
         if not isinstance(kind, str):
             return "", None
         if kind in ("markdownContent", "markdownVuln"):
-            return _value(part.get("content")), None
+            return value(part.get("content")), None
         if kind == "inlineReference":
-            return _reference(part), None
+            return reference(part), None
         if kind == "thinking":
             self.skipped["thinking"] += 1
         elif kind in ("toolInvocationSerialized", "textEditGroup"):
@@ -223,8 +237,8 @@ class _Reader:
     @staticmethod
     def _tool_line(part: dict[str, Any], edited: set[str]) -> str:
         if part.get("kind") == "toolInvocationSerialized":
-            return _tool(part) or ""
-        path = _path(part.get("uri"))
+            return tool(part) or ""
+        path = uri_path(part.get("uri"))
         if not path or path in edited:
             return ""
         edited.add(path)
@@ -235,131 +249,9 @@ class _Reader:
         sid = self.state.get("sessionId")
         if not isinstance(sid, str) or not sid:
             raise InputError("missing field 'sessionId'", path=str(self.path))
-        started = _ms(self.state.get("creationDate"), self.path, "creationDate")
+        started = ms(self.state.get("creationDate"), self.path, "creationDate")
         title = self.state.get("customTitle") or self.state.get("computedTitle") or ""
         if self.project is False:
             self.project = workspace_project(self.path)
-        project = self.project if isinstance(self.project, Project) else None
+        project = with_repo(self.project if isinstance(self.project, Project) else None, self.state.get("repoData"))
         return SessionIn(sid, tuple(turns), started, SOURCE, str(title), CLIENT, project)
-
-
-def _has_line(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 16):
-                if b"\n" in chunk:
-                    return True
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
-    return False
-
-
-def _patch(state: dict[str, Any], entry: dict[str, Any], path: Path, where: str) -> None:
-    """Apply one log entry (set, push, delete) to ``state``, as VS Code's ObjectMutationLog reads it."""
-    keys = entry["k"]
-    if not keys:
-        raise InputError("a change with an empty path", path=str(path), where=where)
-    target: Any = state
-    try:
-        for k in keys[:-1]:
-            target = target[k]
-        last = keys[-1]
-        if entry["kind"] == 2:
-            arr = target.get(last) if isinstance(target, dict) else target[last]
-            arr = arr if isinstance(arr, list) else []
-            if isinstance(entry.get("i"), int):
-                del arr[entry["i"] :]
-            arr.extend(entry.get("v") or [])
-            target[last] = arr
-        elif entry["kind"] == 1:
-            target[last] = entry.get("v")
-        elif isinstance(target, dict):
-            target.pop(last, None)
-        else:
-            target[last] = None
-    except (KeyError, IndexError, TypeError) as exc:
-        raise InputError(
-            f"a change to {keys!r} that the session does not have ({exc})", path=str(path), where=where
-        ) from exc
-
-
-def _state(req: dict[str, Any]) -> int | None:
-    ms = req.get("modelState")
-    value = ms.get("value") if isinstance(ms, dict) else None
-    if value is None and "isCanceled" in req:  # files written before modelState
-        return CANCELLED if req["isCanceled"] else COMPLETE
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _ms(value: Any, path: Path, where: str) -> str | None:
-    """VS Code's times are milliseconds since the epoch."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return None if value <= 0 else timestamp(value / 1000, path, where)
-    return timestamp(value, path, where)
-
-
-def _message(msg: Any) -> str:
-    if isinstance(msg, str):
-        return msg.strip()
-    if isinstance(msg, dict) and isinstance(msg.get("text"), str):
-        return str(msg["text"]).strip()
-    return ""
-
-
-def _value(md: Any) -> str:
-    if isinstance(md, str):
-        return md
-    return md["value"] if isinstance(md, dict) and isinstance(md.get("value"), str) else ""
-
-
-def _path(uri: Any) -> str:
-    """A serialized URI (``{scheme, path, …}`` or a ``Location``'s ``uri``) as a path."""
-    if isinstance(uri, dict) and isinstance(uri.get("uri"), dict):
-        uri = uri["uri"]
-    if isinstance(uri, str):
-        return unquote(urlsplit(uri).path) if "://" in uri else uri
-    if isinstance(uri, dict):
-        return str(uri.get("fsPath") or uri.get("path") or "")
-    return ""
-
-
-def _reference(part: dict[str, Any]) -> str:
-    if isinstance(part.get("name"), str) and part["name"]:
-        return str(part["name"])
-    ref = part.get("inlineReference")
-    if isinstance(ref, dict) and isinstance(ref.get("name"), str):
-        return str(ref["name"])  # a symbol
-    return _path(ref).rstrip("/").rsplit("/", 1)[-1]
-
-
-def _tool(part: dict[str, Any]) -> str | None:
-    data = part.get("toolSpecificData")
-    name = str(part.get("toolId") or "tool")
-    if isinstance(data, dict) and data.get("kind") == "terminal":
-        line = data.get("commandLine")
-        if isinstance(line, dict):
-            cmd = line.get("userEdited") or line.get("toolEdited") or line.get("original")
-        else:
-            cmd = data.get("command")  # the older shape
-        return tool_line("bash", {"command": str(cmd or "")})
-    if isinstance(data, dict) and data.get("kind") == "todoList":
-        return None
-    raw = data.get("rawInput") if isinstance(data, dict) and data.get("kind") == "input" else None
-    return tool_line(name, raw if isinstance(raw, dict) else {})
-
-
-def workspace_project(path: Path) -> Project | None:
-    """The folder of the workspace a session belongs to (``workspace.json`` beside ``chatSessions``)."""
-    marker = path.parent.parent / "workspace.json"
-    try:
-        info = json.loads(marker.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    folder = info.get("folder") if isinstance(info, dict) else None
-    if not isinstance(folder, str) or not folder.startswith("file://"):
-        return None  # a multi-root workspace file, or a remote folder: not a path on this machine
-    parts = urlsplit(folder)
-    local = unquote(parts.path)
-    if len(local) > 2 and local[0] == "/" and local[2] == ":":
-        local = local[1:]  # file:///c:/Users/... on Windows
-    return Project(cwd=local)

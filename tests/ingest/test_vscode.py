@@ -102,7 +102,10 @@ def test_sessions_project_title_and_times() -> None:
         "vscode",
         "Two coupons at checkout",
     )
-    assert flat.project == Project(cwd="/home/dev/shop") and flat.started_at == "2026-01-06T11:46:40"
+    repo = {"repository": "https://github.com/dev/shop.git", "branch": "fix-coupons"}
+    commit = "4b2e9d1c7a3f5e8b0d6c2a4f1e9b7d5c3a1f0e2d"
+    assert flat.project == Project(cwd="/home/dev/shop", commit=commit, **repo)
+    assert flat.started_at == "2026-01-06T11:46:40"
     assert [t.source_id for t in flat.turns][:2] == [
         "request_2a6f0c1e-7d1b-4c8e-9a51-0d6a2f3b7c11",
         "response_9c41d7aa-0b4e-4f43-a1f2-3e5d7c9b1a20",
