@@ -85,7 +85,10 @@ class Location:
         if not self.root.is_dir():
             return []
         found = []
-        for path in self.root.rglob("*"):
+        # VS Code's workspace folders also hold its extensions' state (indexes, caches): only
+        # the chat folders are listed.
+        pattern = "*/chatSessions/*" if self.client == "vscode" and self.root.name == "workspaceStorage" else None
+        for path in self.root.glob(pattern) if pattern else self.root.rglob("*"):
             try:
                 if path.is_file() and self.accepts(path):
                     found.append((path.stat().st_mtime_ns, str(path), path))
