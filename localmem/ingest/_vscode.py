@@ -10,6 +10,7 @@ Invariants: nothing here writes a file; an entry that does not fit the session i
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -112,20 +113,70 @@ def reference(part: dict[str, Any]) -> str:
     return uri_path(ref).rstrip("/").rsplit("/", 1)[-1]
 
 
+# GitHub Copilot Chat's tools as VS Code records them (``toolId``: the contributed id) and
+# what each does, for its compact line (microsoft/vscode-copilot-chat,
+# src/extension/tools/common/toolNames.ts at 00a45c7cd39b2a6b28dfd1e20b1e0a20f1814783;
+# their inputs name the file ``filePath``). Any other tool is ``used: <toolId>``.
+_DOES = {
+    **dict.fromkeys(("copilot_readFile", "read_file", "copilot_listDirectory", "list_dir"), "read"),
+    **dict.fromkeys(
+        (
+            "copilot_createFile", "create_file", "copilot_replaceString", "replace_string_in_file",
+            "copilot_multiReplaceString", "multi_replace_string_in_file", "copilot_insertEdit",
+            "insert_edit_into_file", "copilot_editNotebook", "edit_notebook_file",
+        ),
+        "edit",
+    ),
+    **dict.fromkeys(
+        (
+            "copilot_findTextInFiles", "grep_search", "copilot_findFiles", "file_search",
+            "copilot_searchCodebase", "semantic_search",
+        ),
+        "grep",
+    ),
+    **dict.fromkeys(("copilot_fetchWebPage", "fetch_webpage"), "webfetch"),
+    **dict.fromkeys(("runSubagent", "run_subagent"), "task"),
+    **dict.fromkeys(("copilot_applyPatch", "apply_patch"), "apply_patch"),
+    **dict.fromkeys(("manage_todo_list", "copilot_memory", "memory"), "todowrite"),
+}  # fmt: skip
+_LINK = re.compile(r"\]\((file://[^)\s]+)\)")
+_CODE = re.compile(r"`([^`]+)`")
+
+
 def tool(part: dict[str, Any]) -> str | None:
+    """A tool call's compact line: ``ran: CMD`` from a terminal call, ``read:`` / ``edited:`` /
+    ``searched:`` / ``fetched:`` / ``delegated:`` for the tools ``_DOES`` knows, from their
+    input (``rawInput``) or, where VS Code kept none, from the message it showed (``Read
+    [](file:///…)``, ``Searched text for `…```); None for the agent's to-do list."""
     data = part.get("toolSpecificData")
+    data = data if isinstance(data, dict) else {}
     name = str(part.get("toolId") or "tool")
-    if isinstance(data, dict) and data.get("kind") == "terminal":
+    if data.get("kind") == "terminal":
         line = data.get("commandLine")
         if isinstance(line, dict):
             cmd = line.get("userEdited") or line.get("toolEdited") or line.get("original")
         else:
             cmd = data.get("command")  # the older shape
         return tool_line("bash", {"command": str(cmd or "")})
-    if isinstance(data, dict) and data.get("kind") == "todoList":
+    does = _DOES.get(name)
+    if data.get("kind") == "todoList" or does == "todowrite":
         return None
-    raw = data.get("rawInput") if isinstance(data, dict) and data.get("kind") == "input" else None
-    return tool_line(name, raw if isinstance(raw, dict) else {})
+    raw = data.get("rawInput") if data.get("kind") == "input" else None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raw = {"input": raw}
+    args: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
+    if does is None:
+        return tool_line(name, args)
+    shown = value(part.get("pastTenseMessage")) or value(part.get("invocationMessage"))
+    link, code = _LINK.search(shown), _CODE.search(shown)
+    urls = args.get("urls")
+    args.setdefault("path", args.get("filePath") or (uri_path(link.group(1)) if link else ""))
+    args.setdefault("query", args.get("pattern") or (code.group(1) if code else ""))
+    args.setdefault("url", urls[0] if isinstance(urls, list) and urls else "")
+    return tool_line(does, args)
 
 
 def with_repo(project: Project | None, repo: Any) -> Project | None:

@@ -236,13 +236,18 @@ class _Reader:
 
     @staticmethod
     def _tool_line(part: dict[str, Any], edited: set[str]) -> str:
+        """A tool call's line; a file's edit once per response (an edit tool's call and the
+        edit group it makes name the same file)."""
         if part.get("kind") == "toolInvocationSerialized":
-            return tool(part) or ""
-        path = uri_path(part.get("uri"))
-        if not path or path in edited:
-            return ""
-        edited.add(path)
-        return tool_line("edit", {"path": path}) or ""
+            line = tool(part) or ""
+        else:
+            path = uri_path(part.get("uri"))
+            line = (tool_line("edit", {"path": path}) or "") if path else ""
+        if line.startswith("edited: "):
+            if line in edited:
+                return ""
+            edited.add(line)
+        return line
 
     def session(self, turns: list[TurnIn]) -> SessionIn:
         assert self.state is not None

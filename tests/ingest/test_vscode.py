@@ -14,6 +14,9 @@ source, microsoft/vscode:
 - ``src/vs/workbench/contrib/chat/common/model/chatSessionStore.ts`` at
   047238f9fe1b7661362b3f27cfbddd503339cb1b (``workspaceStorage/<id>/chatSessions/<id>.json`` or
   ``.jsonl``, ``globalStorage/emptyWindowChatSessions``);
+- microsoft/vscode-copilot-chat ``src/extension/tools/common/toolNames.ts`` at
+  00a45c7cd39b2a6b28dfd1e20b1e0a20f1814783 (Copilot's tool ids) and its tools' inputs
+  (``filePath``);
 - ``chatService.ts`` (``ResponseModelState``: 0 pending, 1 complete, 2 cancelled, 3 failed, 4
   needs input; ``IChatToolInvocationSerialized``, ``IChatTerminalToolInvocationData``
   ``commandLine.original``, ``IChatToolInputInvocationData`` ``rawInput``).
@@ -30,7 +33,7 @@ import pytest
 from localmem.bench import agent_logs
 from localmem.config import IngestParams, Settings
 from localmem.errors import InputError
-from localmem.ingest import detect, load, runner, units
+from localmem.ingest import _vscode, detect, load, runner, units
 from localmem.records import Project
 from localmem.storage.bench import reads
 from localmem.storage.write.store import Store
@@ -47,6 +50,7 @@ EXPECTED = {
         ("user", "Why does applying two coupons fail at checkout?"),
         (
             "assistant",
+            "read: /home/dev/shop/src/coupons.py\n"
             "The check in coupons.py rejects a second coupon before it looks at its kind.\n"
             "ran: pytest -q tests/test_coupons.py\nedited: /home/dev/shop/src/coupons.py\n"
             "Fixed: a second coupon is now accepted when it is of another kind.",
@@ -127,6 +131,24 @@ def test_tool_lines_none() -> None:
         "Fixed: a second coupon is now accepted when it is of another kind.",
     )
     assert not any(t.startswith(("ran:", "edited:", "searched:")) for _, text in got for t in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "data", "shown", "line"),
+    [
+        ("copilot_findTextInFiles", {"kind": "input", "rawInput": '{"query": "apply_coupon"}'}, "", "searched: apply_coupon"),
+        ("copilot_findFiles", None, "Searched for files matching `**/test_*.py`, 3 matches", "searched: **/test_*.py"),
+        ("copilot_createFile", {"kind": "input", "rawInput": {"filePath": "/w/a.py", "content": "x"}}, "", "edited: /w/a.py"),
+        ("copilot_fetchWebPage", {"kind": "input", "rawInput": {"urls": ["https://example.org/doc"]}}, "", "fetched: https://example.org/doc"),
+        ("runSubagent", {"kind": "input", "rawInput": {"description": "Review the coupons"}}, "", "delegated: Review the coupons"),
+        ("copilot_getErrors", None, "Checked [](file:///w/a.py), no problems found", "used: copilot_getErrors"),
+        ("run_in_terminal", {"kind": "terminal", "command": "make test", "language": "sh"}, "", "ran: make test"),
+        ("copilot_memory", {"kind": "input", "rawInput": {"command": "view"}}, "", None),
+    ],
+)  # fmt: skip
+def test_tool_lines_of_copilots_tools(tool_id: str, data: object, shown: str, line: str | None) -> None:
+    part = {"kind": "toolInvocationSerialized", "toolId": tool_id, "pastTenseMessage": {"value": shown}}
+    assert _vscode.tool({**part, "toolSpecificData": data} if data else part) == line
 
 
 def test_not_a_session_is_not_vscode(tmp_path: Path) -> None:
