@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 import pytest
 
-from localmem.bench import agent_logs
+from localmem.bench import agent_logs, watch_bench
 from localmem.config import Settings
 from localmem.ingest import capture, load, runner, units
 from localmem.ingest.watch import Watcher
@@ -359,3 +359,12 @@ def test_vscode_folders_on_each_system(tmp_path: Path) -> None:
     ws = locs[0].root
     assert not locs[0].accepts(ws / "h" / "workspace.json") and not locs[0].accepts(ws / "h" / "x" / "y.json")
     assert locs[0].accepts(ws / "h" / "chatSessions" / "s.jsonl")
+
+
+def test_bench_watch_vscode_log_whose_folder_appears_later(tmp_path: Path) -> None:
+    """`localmem bench watch --client vscode`'s run, small: a real `localmem watch` process
+    finds VS Code's folder made after it started and stores every finished answer once."""
+    r = watch_bench.run(tmp_path, appends=60, interval=0.02, final_after=1.0, client="vscode")
+    assert r["turns_expected"] == r["turns_stored"] > 0
+    assert r["missing"] == r["duplicated"] == r["unexpected"] == r["out_of_order"] == 0
+    assert r["exit_code"] == 0
