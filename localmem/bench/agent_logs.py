@@ -1,6 +1,7 @@
 """Synthetic coding-agent transcripts for the capture benches and tests: Claude Code
 JSON Lines written as the agent writes them, one record a line (the shape
-``localmem.ingest.claude_code`` documents, field by field).
+``localmem.ingest.claude_code`` documents, field by field), and a VS Code chat session's
+mutation log written entry by entry (``localmem.ingest.vscode``: ``vscode_log``).
 
 Each exchange ``i`` is five records: the person's prompt, the agent's text and its tool
 call (two lines of one reply, sharing ``message.id``), the tool's result, and the agent's
@@ -106,4 +107,54 @@ def expected_turns(exchanges: int, prompt_extra: Callable[[int], str] | None = N
         out.append(f"Step {i}: please check that module {i} handles empty input." + (f" {extra}" if extra else ""))
         out.append(f"I will run the tests of module {i} first.\nran: pytest tests/test_m{i}.py")
         out.append(f"Module {i} returns an empty list for empty input; done.")
+    return out
+
+
+VSCODE_T0 = 1767790000000  # ms
+
+
+def vscode_log(session: str, exchanges: int) -> Iterator[str]:
+    """The lines of a VS Code chat-session log (``<session>.jsonl``) as VS Code appends them:
+    its first entry, then per exchange the request pushed, the answer streamed (a markdown
+    part that grows is written again from its index), a terminal call, the finish."""
+    head = {
+        "version": 3,
+        "sessionId": session,
+        "creationDate": VSCODE_T0,
+        "requests": [],
+        "responderUsername": "Copilot",
+    }
+    yield json.dumps({"kind": 0, "v": head})
+    for i in range(exchanges):
+        req = {
+            "requestId": f"request_{i}",
+            "timestamp": VSCODE_T0 + 7000 * i,
+            "message": {"text": f"Step {i}: please check that module {i} handles empty input.", "parts": []},
+            "response": [],
+            "responseId": f"response_{i}",
+            "modelState": {"value": 0},
+        }
+        tool = {"kind": "terminal", "commandLine": {"original": f"pytest tests/test_m{i}.py"}, "language": "sh"}
+        call = {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "toolCallId": f"call_{i}"}
+        where = ["requests", i, "response"]
+        for entry in (
+            {"kind": 2, "k": ["requests"], "v": [req]},
+            {"kind": 2, "k": where, "v": [{"value": f"I will run the tests of module {i}"}]},
+            {"kind": 2, "k": where, "i": 0, "v": [{"value": f"I will run the tests of module {i} first."}]},
+            {"kind": 2, "k": where, "v": [{**call, "toolSpecificData": tool, "isComplete": True}]},
+            {
+                "kind": 1,
+                "k": ["requests", i, "modelState"],
+                "v": {"value": 1, "completedAt": VSCODE_T0 + 7000 * i + 5000},
+            },
+        ):
+            yield json.dumps(entry)
+
+
+def vscode_expected_turns(exchanges: int) -> list[str]:
+    """The turn texts a complete read of ``vscode_log`` stores, in order."""
+    out = []
+    for i in range(exchanges):
+        out.append(f"Step {i}: please check that module {i} handles empty input.")
+        out.append(f"I will run the tests of module {i} first.\nran: pytest tests/test_m{i}.py")
     return out

@@ -1,5 +1,6 @@
-"""``localmem bench watch``: a Claude Code transcript appended to N times while a real
-``localmem watch`` process (the agents' folders mode, real watchdog events) follows it.
+"""``localmem bench watch``: a Claude Code transcript (or, ``client="vscode"``, a VS Code
+chat-session log whose folder is made after the watcher started) appended to N times while
+a real ``localmem watch`` process (the agents' folders mode, real watchdog events) follows it.
 
 Each append writes one record, as Claude Code does; every tenth record is written in
 two pieces with a pause between (a line caught half-written). When the last record is
@@ -51,18 +52,32 @@ def _wait(pred: Any, timeout: float, what: str) -> float:
 
 
 def run(
-    work: Path, appends: int = 1000, interval: float = 0.01, final_after: float = 2.0, timeout: float = 300
+    work: Path,
+    appends: int = 1000,
+    interval: float = 0.01,
+    final_after: float = 2.0,
+    timeout: float = 300,
+    client: str = "claude-code",
 ) -> dict[str, Any]:
     """About ``appends`` writes (whole exchanges of five records, every tenth record in two
     writes) at ``interval`` seconds, and measure."""
     exchanges = max(1, round(appends / 5.5))
-    folder = work / "claude" / "-home-dev-bench-app"
-    folder.mkdir(parents=True, exist_ok=True)
-    log = folder / f"{SESSION}.jsonl"
-    log.write_text("", "utf-8")
+    top = work / client
+    if client == "vscode":  # its folder is made once the watcher runs: it must find it
+        folder = top / "workspaceStorage" / "b3nch" / "chatSessions"
+        log = folder / f"{SESSION}.jsonl"
+        lines = list(agent_logs.vscode_log(SESSION, exchanges))
+        expected = agent_logs.vscode_expected_turns(exchanges)
+    else:
+        folder = top / "-home-dev-bench-app"
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"{SESSION}.jsonl"
+        log.write_text("", "utf-8")
+        lines = list(agent_logs.transcript(SESSION, CWD, exchanges))
+        expected = agent_logs.expected_turns(exchanges)
     db = work / "watch.db"
-    cmd = [sys.executable, "-m", "localmem", "--db", str(db), "watch", "--only", "claude-code"]
-    cmd += ["--dir", f"claude-code={work / 'claude'}", "--json", "--final-after", str(final_after)]
+    cmd = [sys.executable, "-m", "localmem", "--db", str(db), "watch", "--only", client]
+    cmd += ["--dir", f"{client}={top}", "--json", "--final-after", str(final_after)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("LOCALMEM_MODEL", None)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
@@ -71,7 +86,7 @@ def run(
     reader.start()
     try:
         _wait(lambda: any(e.get("event") == "started" for e in events), 120, "the watcher to start")
-        lines = list(agent_logs.transcript(SESSION, CWD, exchanges))
+        folder.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
         with log.open("a", encoding="utf-8") as fh:
             for n, line in enumerate(lines):
@@ -86,7 +101,6 @@ def run(
                 fh.flush()
                 time.sleep(interval)
         append_s = time.monotonic() - t0
-        expected = agent_logs.expected_turns(exchanges)
 
         def stored() -> int:
             return sum(int(e.get("report", {}).get("new", 0)) for e in events if e.get("event") == "ingested")
@@ -106,6 +120,7 @@ def run(
     placed = [t for t in got if t in set(expected)]
     in_order = sum(1 for a, b in zip(placed, expected, strict=False) if a == b)
     return {
+        "client": client,
         "appends": len(lines) + len(lines) // 10,
         "records": len(lines),
         "turns_expected": len(expected),

@@ -51,7 +51,7 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     Command("ingest", "ingest a chat log, a chat export or a benchmark file", "memory", "add_ingest"),
     Command(
         "capture",
-        "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI) from their folders",
+        "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat) from their folders",
         "capture",
         "add_capture",
     ),

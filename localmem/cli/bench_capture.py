@@ -25,6 +25,13 @@ def add_capture_bench_parsers(bsub: Any) -> None:
     c.add_argument("--appends", type=int, default=1000, help="writes to the transcript (default 1000)")
     c.add_argument("--interval", type=float, default=0.01, help="seconds between writes (default 0.01)")
     c.add_argument("--final-after", type=float, default=2.0, help="the watcher's --final-after (default 2)")
+    c.add_argument(
+        "--client",
+        choices=("claude-code", "vscode"),
+        default="claude-code",
+        help="the log appended to: a Claude Code transcript (default) or a VS Code chat-session log, its folder "
+        "made after the watcher started",
+    )
     c.add_argument("--workdir", type=Path, help="keep the transcript and the store here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=cmd_bench_watch)
@@ -33,7 +40,7 @@ def add_capture_bench_parsers(bsub: Any) -> None:
 def cmd_bench_watch(args: argparse.Namespace, settings: Settings) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-watch-"))
     work.mkdir(parents=True, exist_ok=True)
-    r = watch_bench.run(work, args.appends, args.interval, args.final_after)
+    r = watch_bench.run(work, args.appends, args.interval, args.final_after, client=args.client)
     print(
         "| writes | records | turns expected | stored | missing | duplicated | out of order | reads | appending | lag after last write |"
     )

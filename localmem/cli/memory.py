@@ -66,8 +66,9 @@ def add_watch(sub: Subparsers) -> None:
         help="ingest new and changed chat logs in a folder (or the coding agents' sessions) as they appear",
         description="Watch a folder: ingest files once they stop changing, catch up on start with files changed "
         "meanwhile. Renames are not ingested again; deleting a file keeps its memories. With no folder: follow "
-        "the coding agents' session logs (the folders `localmem capture` reads), each read as it grows, every "
-        "turn once, in order. Stop with Ctrl-C.",
+        "the coding agents' session logs (the folders `localmem capture` reads, VS Code's chat sessions "
+        "included), each read as it grows, every turn once, in order; an agent's folder that does not exist yet "
+        "is watched from the moment it appears. Stop with Ctrl-C.",
     )
     c.add_argument("dir", type=Path, nargs="?", help="the folder to watch (default: the coding agents' folders)")
     c.add_argument("--recursive", action="store_true", help="watch sub-folders too")

@@ -26,6 +26,7 @@ from localmem.ingest import (
     longmemeval,
     messages,
     transcript,
+    vscode,
 )
 from localmem.ingest._detect import FORMAT_NAMES, detect
 from localmem.ingest._json import Cursor
@@ -46,9 +47,10 @@ FORMATS: dict[str, Units] = {
     "claude-code": claude_code.units,
     "codex": codex.units,
     "gemini": gemini.units,
+    "vscode": vscode.units,
 }
 # Coding agents' logs: their tool calls are kept as compact lines or not (``ingest.tool_lines``).
-AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini"})
+AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini", "vscode"})
 OPTIONS: dict[str, frozenset[str]] = {
     "locomo": frozenset({"sample"}),
     "longmemeval": frozenset({"question"}),

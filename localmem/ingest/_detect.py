@@ -7,7 +7,9 @@ the one object of the file is looked at: ``localmem`` -> localmem (a ``localmem 
 -> messages, any other JSON Lines -> jsonl. Coding agents' logs are told first:
 ``sessionId`` + ``projectHash`` -> gemini (a chat object or its JSON Lines header), a
 ``session_meta`` line or a bare ``{id, timestamp, instructions}`` header -> codex, a
-Claude Code record type with ``sessionId`` / ``uuid`` / ``leafUuid`` -> claude-code. Text:
+Claude Code record type with ``sessionId`` / ``uuid`` / ``leafUuid`` -> claude-code, a VS
+Code chat session (``sessionId`` + ``requests`` + ``creationDate``) or the first line of its
+log (``{"kind": 0, "v": <that session>}``) -> vscode. Text:
 a ``Name: text`` line among the first 64 KiB -> transcript. Anything else is refused
 with a hint to pass ``--format``.
 """
@@ -32,6 +34,7 @@ FORMAT_NAMES = (
     "claude-code",
     "codex",
     "gemini",
+    "vscode",
 )
 # Claude Code's record types, and the keys its records carry besides ``type``.
 CLAUDE_CODE_TYPES = frozenset(
@@ -92,12 +95,15 @@ def _json_format(path: Path) -> str:
 
 def _agent_format(value: object, keys: set[str], kind: str) -> str | None:
     """A coding agent's log, told by its first record: a Gemini CLI chat (``sessionId`` +
-    ``projectHash``), a Codex rollout (``session_meta`` line or the older bare header), a
+    ``projectHash``), a VS Code chat session or its log, a Codex rollout (``session_meta`` line or the older bare header), a
     Claude Code transcript (one of its record types with its keys)."""
     if not isinstance(value, dict):
         return None
     if {"sessionId", "projectHash"} <= keys:
         return "gemini"
+    session = value.get("v") if keys == {"kind", "v"} and value.get("kind") == 0 else value
+    if isinstance(session, dict) and {"sessionId", "requests", "creationDate"} <= set(session):
+        return "vscode"
     if kind != "lines":
         return None
     kind_of = value.get("type")

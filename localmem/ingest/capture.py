@@ -1,6 +1,6 @@
-"""Coding agents' session logs where the agents keep them: the default folders, the files
-in them, and a backfill of everything not stored yet (``localmem capture``; ``localmem
-watch`` with no folder follows the same folders).
+"""Coding agents' session logs (and VS Code's chat sessions) where the agents keep them:
+the default folders, the files in them, and a backfill of everything not stored yet
+(``localmem capture``; ``localmem watch`` with no folder follows the same folders).
 
 =============  ==========================================  ===================================
 client         folder (first that applies)                 files
@@ -9,7 +9,17 @@ claude-code    ``$CLAUDE_CONFIG_DIR/projects``,             ``<encoded cwd>/<ses
                ``~/.claude/projects``                       ``<session>/subagents/*.jsonl``
 codex          ``$CODEX_HOME/sessions``, ``~/.codex/sessions``  ``YYYY/MM/DD/rollout-*.jsonl``
 gemini         ``~/.gemini/tmp``                            ``<project>/chats/session-*.json(l)``
+vscode         ``$VSCODE_PORTABLE/user-data/User``, else    ``workspaceStorage/<id>/chatSessions/
+               ``~/.config/Code/User`` (Linux,              *.json(l)`` and ``globalStorage/
+               ``$XDG_CONFIG_HOME``), ``~/Library/          emptyWindowChatSessions/*.json(l)``
+               Application Support/Code/User`` (macOS),
+               ``%APPDATA%\\Code\\User`` (Windows)
 =============  ==========================================  ===================================
+
+VS Code's folder is its ``User`` folder (``--dir vscode=PATH`` names another, e.g. VS Code
+Insiders' ``Code - Insiders/User``); it gives two locations, its workspaces' chat sessions
+and its empty windows', so that ``watch`` follows those folders and not the whole ``User``
+folder (settings, file history, extension state).
 
 Invariants:
 - resumable and idempotent: each file goes through ``runner.ingest_file`` (its resume point
@@ -24,6 +34,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,7 +46,8 @@ from localmem.errors import InputError, LocalmemError, StoreError
 from localmem.ingest import runner, state
 from localmem.storage.write.store import Store
 
-CLIENTS = ("claude-code", "codex", "gemini")
+CLIENTS = ("claude-code", "codex", "gemini", "vscode")
+VSCODE_PARTS = ("workspaceStorage",), ("globalStorage", "emptyWindowChatSessions")
 RECENT = 120.0  # seconds: a log changed this recently may be mid-step (read with hold)
 
 
@@ -56,6 +68,12 @@ class Location:
         if any(part.startswith(".") for part in rel.parts):
             return False
         name = path.name
+        if self.client == "vscode":
+            if not name.endswith((".json", ".jsonl")):
+                return False
+            if self.root.name == "emptyWindowChatSessions":
+                return len(rel.parts) == 1
+            return len(rel.parts) == 3 and rel.parts[1] == "chatSessions"  # <workspace id>/chatSessions/<session>
         if self.client == "claude-code":
             return name.endswith(".jsonl")
         if self.client == "codex":
@@ -67,7 +85,10 @@ class Location:
         if not self.root.is_dir():
             return []
         found = []
-        for path in self.root.rglob("*"):
+        # VS Code's workspace folders also hold its extensions' state (indexes, caches): only
+        # the chat folders are listed.
+        pattern = "*/chatSessions/*" if self.client == "vscode" and self.root.name == "workspaceStorage" else None
+        for path in self.root.glob(pattern) if pattern else self.root.rglob("*"):
             try:
                 if path.is_file() and self.accepts(path):
                     found.append((path.stat().st_mtime_ns, str(path), path))
@@ -76,8 +97,10 @@ class Location:
         return [p for *_, p in sorted(found)]
 
 
-def default_root(client: str, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
-    """Where ``client`` keeps its session logs (module docstring)."""
+def default_root(
+    client: str, env: Mapping[str, str] | None = None, home: Path | None = None, platform: str = sys.platform
+) -> Path:
+    """Where ``client`` keeps its session logs (module docstring; for vscode its ``User`` folder)."""
     env = os.environ if env is None else env
     home = home or Path.home()
     if client == "claude-code":
@@ -88,6 +111,15 @@ def default_root(client: str, env: Mapping[str, str] | None = None, home: Path |
         return base / "sessions"
     if client == "gemini":
         return home / ".gemini" / "tmp"
+    if client == "vscode":
+        if env.get("VSCODE_PORTABLE"):
+            return Path(env["VSCODE_PORTABLE"]).expanduser() / "user-data" / "User"
+        if platform == "darwin":
+            return home / "Library" / "Application Support" / "Code" / "User"
+        if platform == "win32":
+            return (Path(env["APPDATA"]) if env.get("APPDATA") else home / "AppData" / "Roaming") / "Code" / "User"
+        config = Path(env["XDG_CONFIG_HOME"]).expanduser() if env.get("XDG_CONFIG_HOME") else home / ".config"
+        return config / "Code" / "User"
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
 
 
@@ -101,10 +133,14 @@ def locations(
     for name in [*chosen, *folders]:
         if name not in CLIENTS:
             raise InputError(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
-    fmt = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
-    return [
-        Location(c, Path(folders[c]).expanduser() if c in folders else default_root(c, env), fmt[c]) for c in chosen
-    ]
+    out: list[Location] = []
+    for c in chosen:
+        root = Path(folders[c]).expanduser() if c in folders else default_root(c, env)
+        if c == "vscode":
+            out.extend(Location(c, root.joinpath(*parts), c) for parts in VSCODE_PARTS)
+        else:
+            out.append(Location(c, root, c))
+    return out
 
 
 def unchanged(store: Store, path: Path) -> bool:

@@ -161,7 +161,8 @@ def check(p: Plan, *, progress: Callable[[int], None] | None = None) -> Plan:
             p.bad[u.index] = u.error
         p.turns += u.turns
         skipped.update(u.skipped)
-    if p.turns == 0 and not p.bad and p.start == Cursor() and not p.options.get("hold"):
+    empty = set(skipped) == {"empty session"}  # an agent's session with nothing said in it (vscode)
+    if p.turns == 0 and not p.bad and p.start == Cursor() and not p.options.get("hold") and not empty:
         raise InputError(_no_turns(p.path, p.format, p.named_format, skipped), path=str(p.path))
     return p
 

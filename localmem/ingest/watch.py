@@ -26,7 +26,12 @@ after the first change not yet read, not after the last, so a session that write
 the time is still read as it goes; a line still being written is left for the next read,
 a step the agent is still in is held back (``hold``: ``localmem.ingest._agent``), and once
 the log has been quiet for ``final_after`` seconds it is read to its end. Each read starts
-at the resume point, so every turn is stored once, in order.
+at the resume point, so every turn is stored once, in order. A whole-file log (a VS Code
+``.json`` session, rewritten on every save) is read once it settles, with ``hold`` too.
+An agent's folder that does not exist yet is looked for every 0.5 s and watched from the
+moment it appears (``localmem.ingest._roots.Absent``), what it already holds read at once;
+a project or session folder made inside a watched folder is followed by the observer
+(watchdog reports the files made in it before its watch was added).
 
 Hook: ``run(stop, worker=...)`` runs the enrichment worker's loop in a thread alongside
 and stops it with the watcher.
@@ -39,7 +44,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -49,53 +54,14 @@ from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError, StoreError, StoreFull
 from localmem.ingest import runner, state
+from localmem.ingest._roots import EXTENSIONS, TEMP_SUFFIXES, Absent, Event, Root, Signature, eligible, signature
 from localmem.ingest.capture import Location
 from localmem.storage.engine.retry import BUSY_ERRORS, WAITING
 from localmem.storage.write.store import Store
 
 APPEND_SETTLE = 0.5  # seconds after an agent's log's first unread change until it is read
 FINAL_AFTER = 30.0  # seconds an agent's log read with hold stays quiet before it is read to its end
-EXTENSIONS = {".json", ".jsonl", ".ndjson", ".md", ".markdown", ".txt"}
-TEMP_SUFFIXES = (".tmp", ".temp", ".part", ".partial", ".crdownload", ".download", ".swp", ".swx", ".bak", "~")
-
-Event = dict[str, Any]
-Signature = tuple[int, int] | None  # (size, mtime_ns); None when the file is gone
-
-
-def eligible(path: Path, root: Path) -> bool:
-    """Whether the watcher reads ``path``: a chat-log extension, not hidden, not temporary."""
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return False
-    if any(part.startswith((".", "~$", "#")) for part in rel.parts):
-        return False
-    name = path.name.lower()
-    return not name.endswith(TEMP_SUFFIXES) and path.suffix.lower() in EXTENSIONS
-
-
-def signature(path: Path) -> Signature:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns)
-
-
-@dataclass(frozen=True)
-class Root:
-    """A folder watched: recursively or not; its files read as ``format`` (None: detected)
-    and accepted by ``accept`` (default: ``eligible``); ``append``: an agent's folder,
-    whose JSON Lines logs only grow (module docstring)."""
-
-    path: Path
-    recursive: bool = False
-    format: str | None = None
-    accept: Callable[[Path], bool] | None = None
-    append: bool = False
-
-    def takes(self, path: Path) -> bool:
-        return self.accept(path) if self.accept is not None else eligible(path, self.path)
+__all__ = ["EXTENSIONS", "TEMP_SUFFIXES", "Event", "Root", "Signature", "Watcher", "eligible", "signature"]
 
 
 class _Handler(FileSystemEventHandler):
@@ -131,11 +97,14 @@ class Watcher:
         final_after: float = FINAL_AFTER,
     ) -> None:
         given = [Root(root, recursive)] if isinstance(root, Path) else list(root)
-        self.roots = [replace(r, path=r.path.expanduser().resolve()) for r in given]
-        for r in self.roots:
-            if not r.path.is_dir():
+        every = [replace(r, path=r.path.expanduser().resolve()) for r in given]
+        for r in every:
+            if not r.append and not r.path.is_dir():
                 raise InputError("not a folder", path=str(r.path))
-        self.root = self.roots[0].path
+        # An agent's folder that does not exist yet is watched once it appears (_roots.Absent).
+        self.roots = [r for r in every if r.path.is_dir()]
+        self.absent = Absent([r for r in every if not r.path.is_dir()])
+        self.root = every[0].path
         self.store = store
         self.recursive = recursive
         self.settle = settle
@@ -153,12 +122,11 @@ class Watcher:
 
     @classmethod
     def agents(cls, store: Store, locs: Sequence[Location], **kwargs: Any) -> Watcher:
-        """A watcher of the coding agents' folders that exist (``capture.locations``)."""
-        roots = [
-            Root(loc.root, True, loc.format, loc.accepts, append=True) for loc in locs if loc.root.expanduser().is_dir()
-        ]
+        """A watcher of the coding agents' folders (``capture.locations``), those that do
+        not exist yet included: each is watched from the moment it appears."""
+        roots = [Root(loc.root, True, loc.format, loc.accepts, append=True) for loc in locs]
         if not roots:
-            raise InputError("none of the agents' folders exists: " + ", ".join(str(loc.root) for loc in locs))
+            raise InputError("no agents' folders to watch")
         kwargs.setdefault("settle", APPEND_SETTLE)
         return cls(store, roots, **kwargs)
 
@@ -207,10 +175,18 @@ class Watcher:
         if helper:
             helper.start()
         folders = ", ".join(str(r.path) + (" (recursive)" if r.recursive else "") for r in self.roots)
-        self._emit("started", self.root, f"watching {folders}")
+        later = ", ".join(str(r.path) for r in self.absent.roots)
+        self._emit(
+            "started", self.root, f"watching {folders or 'nothing yet'}" + (f"; waiting for {later}" if later else "")
+        )
         try:
             self.catch_up()
             while not stop.is_set():
+                for r in self.absent.appeared():
+                    observer.schedule(_Handler(self), str(r.path), recursive=r.recursive)  # before the search
+                    self.roots.append(r)
+                    self.catch_up([r])
+                    self._emit("watching", r.path, f"{r.path} appeared: watching it")
                 self.step()
                 stop.wait(self.poll)
         except BaseException:
@@ -223,10 +199,10 @@ class Watcher:
                 helper.join()
             self._emit("stopped", self.root, "stopped")
 
-    def catch_up(self) -> None:
-        """Queue every file that changed since it was last ingested (or never was)."""
+    def catch_up(self, roots: Sequence[Root] | None = None) -> None:
+        """Queue every file (of ``roots``, default all) that changed since it was last ingested (or never was)."""
         due = time.monotonic() - self.settle
-        for r in self.roots:
+        for r in self.roots if roots is None else roots:
             files = r.path.rglob("*") if r.recursive else r.path.iterdir()
             for path in sorted(files):
                 if not path.is_file() or not r.takes(path):
@@ -259,7 +235,8 @@ class Watcher:
                 return
             current = signature(path)
             root = self.root_of(path)
-            growing = root is not None and root.append and path.suffix == ".jsonl"
+            agents = root is not None and root.append  # read with hold, then to its end once quiet
+            growing = agents and path.suffix == ".jsonl"
             with self._lock:
                 if self._pending.get(path) != (t, sig):
                     continue  # a newer event came in meanwhile
@@ -270,7 +247,7 @@ class Watcher:
             if current is None or self._failed.get(path) == current:
                 continue
             try:
-                self._ingest(path, current, hold=growing)
+                self._ingest(path, current, hold=agents)
             except (*BUSY_ERRORS, StoreFull) as exc:
                 with self._lock:  # due again once the back-off is over
                     self._pending.setdefault(path, (now - self.settle, current))

@@ -46,6 +46,9 @@ AGENTS = Path(__file__).resolve().parent / "fixtures"
 FIXTURES["claude-code"] = next((AGENTS / "claude-code").glob("*/*.jsonl")).read_bytes()
 FIXTURES["codex"] = next((AGENTS / "codex").glob("rollout-2025-10-*.jsonl")).read_bytes()
 FIXTURES["gemini"] = next((AGENTS / "gemini" / "chats").glob("*.jsonl")).read_bytes()
+VSCODE = AGENTS / "vscode" / "User" / "workspaceStorage"
+FIXTURES["vscode"] = next(VSCODE.glob("*/chatSessions/*.jsonl")).read_bytes()  # the log; the .json below
+VSCODE_JSON = next(VSCODE.glob("*/chatSessions/*.json")).read_bytes()
 assert set(FIXTURES) == set(FORMATS)
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -135,9 +138,9 @@ def test_mutated_fixtures(tmp_path: Path, fmt: str, data: st.DataObject) -> None
 
 
 @FUZZ
-@given(fmt=st.sampled_from(["chatgpt", "claude", "locomo", "longmemeval"]), data=st.data())
+@given(fmt=st.sampled_from(["chatgpt", "claude", "locomo", "longmemeval", "vscode"]), data=st.data())
 def test_fixture_json_with_a_random_subtree(tmp_path: Path, fmt: str, data: st.DataObject) -> None:
-    doc = json.loads(FIXTURES[fmt])
+    doc = json.loads(VSCODE_JSON if fmt == "vscode" else FIXTURES[fmt])
     path = data.draw(st.sampled_from(paths_of(doc)))
     p = tmp_path / "f.json"
     p.write_text(json.dumps(replaced(doc, path, data.draw(json_values))), "utf-8")

@@ -1,6 +1,7 @@
 """Planted secrets never reach the store: 222 synthetic secrets of 37 kinds and 20
 ``<private>`` spans, planted in a Claude Code transcript, a Codex rollout, a Gemini CLI
-chat and a generic JSON Lines log (in prompts, replies, tool calls and tool results),
+chat, a VS Code chat session log and a generic JSON Lines log (in prompts, replies, tool
+calls and tool results),
 ingested with the real CLI, and written again through ``Memory.write``; then every file in
 the store's folder (the database, its -wal and -shm) and a ``localmem export`` are searched
 for every planted value: none is there. The same run with the guard switched off finds
@@ -92,6 +93,26 @@ def gemini(path: Path) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
+def vscode(path: Path) -> None:
+    """A VS Code chat session's mutation log (localmem/ingest/vscode.py): each request pushed,
+    its response parts pushed (markdown, a terminal call, a tool's input), then finished."""
+    head = {"version": 3, "sessionId": "v-secrets", "creationDate": 1767600000000, "requests": []}
+    lines: list[dict] = [{"kind": 0, "v": head}]  # type: ignore[type-arg]
+    for i, batch in enumerate(groups()):
+        req = {"requestId": f"request_{i}", "timestamp": 1767600000000 + i * 1000, "message": {"text": said(i, batch)}}
+        lines.append({"kind": 2, "k": ["requests"], "v": [{**req, "response": [], "modelState": {"value": 0}}]})
+        terminal = {"kind": "terminal", "commandLine": {"original": f"echo '{batch[-1].text}'"}}
+        grep = {"kind": "input", "rawInput": {"query": batch[0].text}}
+        parts = [
+            {"value": "Checked: " + batch[1 % len(batch)].text},
+            {"kind": "toolInvocationSerialized", "toolId": "run_in_terminal", "toolSpecificData": terminal},
+            {"kind": "toolInvocationSerialized", "toolId": "grep_search", "toolSpecificData": grep},
+        ]
+        lines.append({"kind": 2, "k": ["requests", i, "response"], "v": parts})
+        lines.append({"kind": 1, "k": ["requests", i, "modelState"], "v": {"value": 1}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
 def generic(path: Path) -> None:
     rows = [{"session": "notes", "speaker": "Sam", "text": said(i, b)} for i, b in enumerate(groups())]
     path.write_text("".join(json.dumps(x) + "\n" for x in rows))
@@ -113,10 +134,12 @@ def test_planted_secrets_are_in_no_file_of_the_store(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     files = {"claude-code": logs / "cc.jsonl", "codex": logs / "rollout.jsonl", "gemini": logs / "session-g.jsonl"}
+    files["vscode"] = logs / "7e3a1c9d.jsonl"
     files["jsonl"] = logs / "notes.jsonl"
-    for make, f in zip((claude_code, codex, gemini, generic), files.values(), strict=True):
+    for make, f in zip((claude_code, codex, gemini, vscode, generic), files.values(), strict=True):
         make(f)
-    assert sum(n.encode() in f.read_bytes() for f in files.values() for p in PLANTED for n in needles(p)) > 600
+    assert sum(n.encode() in f.read_bytes() for f in files.values() for p in PLANTED for n in needles(p)) > 750
+    assert sum(n.encode() in files["vscode"].read_bytes() for p in PLANTED for n in needles(p)) > 150
     folder = tmp_path / "store"
     folder.mkdir()
     db = folder / "memory.db"
