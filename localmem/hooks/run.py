@@ -29,8 +29,9 @@ import apsw
 
 from localmem.config import Settings
 from localmem.errors import LocalmemError, StoreFull, StoreLocked, StoreReadOnly
-from localmem.hooks import events, recall, status
+from localmem.hooks import events, status
 from localmem.hooks.events import HookEvent
+from localmem.resident import recall
 from localmem.ingest import runner
 from localmem.memory import open_store
 from localmem.retrieval.scope import project_scope
