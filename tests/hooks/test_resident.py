@@ -258,3 +258,21 @@ def test_an_encrypted_store_gets_a_daemon_only_from_a_hook_with_its_key(
     finally:
         for pid in daemons(db):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_bench_hooks_times_both_paths(tmp_path: Path) -> None:
+    """`bench hooks` on a small store: the resident rows were answered over the socket
+    (every run), the in-process rows were not (none), and the server is gone after."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "localmem", "bench", "hooks", "--turns", "400", "--prompts", "2", "--starts", "1", "--stops", "1", "--workdir", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| UserPromptSubmit (prompt) | resident server | 2 |" in proc.stdout
+    got = json.loads(proc.stdout.splitlines()[-1])
+    for event, runs in (("prompt", 2), ("session_start", 1)):
+        assert got["in_process"][event]["via_resident"] == 0 and got["in_process"][event]["replied"] == runs
+        assert got["resident"][event]["via_resident"] == runs and got["resident"][event]["replied"] == runs
+    assert not daemons(tmp_path / "hooks-400.db") and not served(tmp_path / "hooks-400.db")
