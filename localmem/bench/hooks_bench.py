@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,23 +62,33 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+@dataclass(frozen=True)
+class _Run:
+    wall: float  # seconds from Popen to exit
+    cpu: float  # the process's user + system seconds: steadier than wall time on a loaded machine
+
+
+def _timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[_Run, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, input=payload, capture_output=True, env=env, timeout=600)
-    took = time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    took = _Run(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     if proc.returncode != 0:
         raise RuntimeError(f"{argv}: exit {proc.returncode}: {proc.stderr[-300:]!r}")
     return took, proc.stdout
 
 
-def _stats(times: list[float], replies: int) -> dict[str, Any]:
-    ms = sorted(t * 1000 for t in times)
+def _stats(times: list[_Run], replies: int) -> dict[str, Any]:
+    ms = sorted(t.wall * 1000 for t in times)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
     return {
         "runs": len(ms),
         "p50_ms": round(statistics.median(ms)),
         "p95_ms": round(p95),
         "max_ms": round(ms[-1]),
+        "cpu_p50_ms": round(statistics.median(t.cpu * 1000 for t in times)),
         "replied": replies,
     }
 
@@ -104,7 +116,7 @@ def run(work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, s
     log = work / "transcript.jsonl"
     session = "5e551011-0000-4000-8000-000000000001"
     log.write_text("", "utf-8")
-    times = []
+    times: list[_Run] = []
     for i in range(stops):
         with log.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
@@ -121,7 +133,8 @@ def _recall_rounds(
     the resident process answered (the hook's status says which path it took)."""
     out: dict[str, Any] = {}
     for event, n in (("prompt", len(questions)), ("session-start", starts)):
-        times, replies, served = [], 0, 0
+        times: list[_Run] = []
+        replies, served = 0, 0
         for i in range(n):
             payload: dict[str, str] = {"session_id": f"{event}-{i}", "cwd": FOLDERS[i % len(FOLDERS)]}
             payload.update({"prompt": questions[i]} if event == "prompt" else {"source": "startup"})

@@ -96,8 +96,8 @@ def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"store: {r['turns']:,} synthetic turns (built in {r['build_s']} s); each run a fresh process, start to exit"
         )
-        print("| what | path | runs | p50 | p95 | max | replied | answered by the resident |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        print("| what | path | runs | p50 | p95 | max | CPU p50 | replied | answered by the resident |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         rows: list[tuple[str, str, dict[str, Any]]] = [
             ("python -c pass", "", r["python_start"]),
             ("python -m localmem.hooks --help (imports)", "", r["hook_import"]),
@@ -110,7 +110,7 @@ def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
             resident = s.get("via_resident", "")
             print(
                 f"| {what} | {label} | {s['runs']} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['max_ms']} ms "
-                f"| {s['replied']} | {resident} |"
+                f"| {s['cpu_p50_ms']} ms | {s['replied']} | {resident} |"
             )
         print(f"(the resident server answered on its socket {r['resident']['server_ready_s']} s after its start)")
     if args.json:

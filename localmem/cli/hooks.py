@@ -86,6 +86,12 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         for p in f.problems:
             print(f"  problem: {p}")
     print(f"runs          {status.summary(ran)}")
+    run = ran.get("last_run")
+    if run:
+        via = run.get("via", "in-process")  # a run the resident process answered says so (hooks.fast)
+        print(
+            f"last run      {run.get('at')} {run.get('client')} {run.get('event')}: {run.get('outcome')}, {run.get('ms')} ms, {via}"
+        )
     last = ran.get("last_error")
     if last:
         print(

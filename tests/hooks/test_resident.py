@@ -26,7 +26,7 @@ from localmem.resident import wire
 from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
 from localmem.storage.layers import recalls
-from tests.hooks.test_hooks import CWD, SESSION, context_of, hook
+from tests.hooks.test_hooks import CWD, SESSION, cli, context_of, hook
 from tests.resident.test_processes import HEAVY, Server
 
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
@@ -123,6 +123,8 @@ def test_answered_over_the_socket_as_in_process_without_the_model(stored: Path) 
         assert proc.returncode == 0 and b"Module 2 returns" in proc.stdout
         names = [ln.rsplit("|", 1)[-1].strip() for ln in proc.stderr.decode().splitlines() if "import time:" in ln]
         assert names and not [n for n in names if n.startswith(HEAVY)], names
+        shown = cli(stored, "hooks", "status").stdout
+        assert "last run" in shown and "claude-code prompt: replied" in shown and "resident" in shown, shown
     finally:
         server.stop()
     # each reply, on either path, is one row of the recall log under the agent's name
