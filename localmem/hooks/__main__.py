@@ -22,7 +22,6 @@ from pathlib import Path
 
 from localmem.config import default_db_path, load_settings
 from localmem.hooks import events, fast, status
-from localmem.resident import daemon
 from localmem.resident.wire import HOOK_EVENTS
 
 
@@ -69,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # the fast path's own trouble: the in-process path does the work and names any failure
         pass
     if args.event in HOOK_EVENTS:
+        # lazy: subprocess (~6 ms) is for a hook that found no resident process, not for a served one
+        from localmem.resident import daemon
+
         with contextlib.suppress(Exception):  # never the agent's problem: the next hook tries again
             daemon.start(settings, settings.hooks.daemon_idle)  # for the next hook; this one answers in-process
     from localmem.hooks import run  # lazy: the in-process path (numpy, the model, the store)

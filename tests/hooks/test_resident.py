@@ -171,9 +171,10 @@ def test_a_killed_daemon_is_replaced_and_the_hook_still_answers(stored: Path) ->
     wait_for(lambda: served(stored))
     (pid,) = daemons(stored)
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: not daemons(stored), 30)
+    # a killed process's command line goes before its descriptors do: wait for both
+    wait_for(lambda: not daemons(stored) and not served(stored), 30)
     path = wire.socket_path(stored)
-    assert path is not None and path.exists() and not served(stored)  # stale: nobody accepts on it
+    assert path is not None and path.exists()  # stale: nobody accepts on it
     run = hook(stored, "prompt", ASK, **env)
     assert run.returncode == 0 and run.stderr == b"" and b"Module 2 returns" in run.stdout
     assert via(stored) == "in-process"
@@ -266,7 +267,24 @@ def test_bench_hooks_times_both_paths(tmp_path: Path) -> None:
     """`bench hooks` on a small store: the resident rows were answered over the socket
     (every run), the in-process rows were not (none), and the server is gone after."""
     proc = subprocess.run(
-        [sys.executable, "-m", "localmem", "bench", "hooks", "--turns", "400", "--prompts", "2", "--starts", "1", "--stops", "1", "--workdir", str(tmp_path), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "localmem",
+            "bench",
+            "hooks",
+            "--turns",
+            "400",
+            "--prompts",
+            "2",
+            "--starts",
+            "1",
+            "--stops",
+            "1",
+            "--workdir",
+            str(tmp_path),
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
