@@ -2,9 +2,9 @@
 ``localmem recall`` and the agents' hooks (``python -m localmem.hooks``).
 
 :func:`ask` (a context) and :func:`ask_hook` (a hook's recall) return what the resident
-process computed, or None whenever it cannot be had that way (no socket, a stale one, a server of another store, version or
-settings, a busy or silent one, anything unexpected), and the caller then reads
-in-process. It never raises for the fast path's sake: the worst a broken server costs a
+process computed, or None whenever it cannot be had that way (no socket, a stale one, a
+server of another store, version or settings, a busy or silent one, anything unexpected),
+and the caller then reads in-process. It never raises for the fast path's sake: the worst a broken server costs a
 caller is the time-outs below.
 
 Invariants (docs/architecture.md, "The resident fast path"):
