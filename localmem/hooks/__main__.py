@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     write = lambda line: print(line, flush=True)  # noqa: E731
     try:
-        if fast.answer(settings, args.client, args.event, raw, write, t0):
-            return 0
-    except Exception:  # the fast path's own trouble: the in-process path does the work and names any failure
-        pass
+        why_not = fast.answer(settings, args.client, args.event, raw, write, t0)
+    except Exception as exc:  # the fast path's own trouble: the in-process path does the work and names any failure
+        why_not = f"error: {type(exc).__name__}"
+    if why_not is None:
+        return 0
     if args.event in HOOK_EVENTS:
         # lazy: subprocess (~6 ms) is for a hook that found no resident process, not for a served one
         from localmem.resident import daemon
@@ -75,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             daemon.start(settings, settings.hooks.daemon_idle)  # for the next hook; this one answers in-process
     from localmem.hooks import run  # lazy: the in-process path (numpy, the model, the store)
 
-    out = run.run(settings, args.client, args.event, raw, write=write, started=t0)
+    note: dict[str, object] | None = (
+        {"resident": why_not} if why_not else None
+    )  # why the resident process did not answer: hooks status
+    out = run.run(settings, args.client, args.event, raw, write=write, started=t0, note=note)
     if out.kind == "timeout":  # leave at once: the worker thread may still be waiting on the store
         sys.stdout.flush()
         os._exit(0)

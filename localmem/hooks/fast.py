@@ -43,23 +43,27 @@ def hook_ask(settings: Settings, ev: HookEvent) -> HookAsk:
 
 def answer(
     settings: Settings, client_name: str, event: str, raw: bytes, write: Callable[[str], None], started: float
-) -> bool:
-    """The hook done through the resident process (module docstring): True when it is done
-    (replied, or quiet with nothing to recall for), False when the caller must do it."""
+) -> str | None:
+    """The hook done through the resident process (module docstring): None when it is done
+    (replied, or quiet with nothing to recall for); else why the resident process did not
+    answer (``client.ask_hook``; '' for an event it does not answer), and the caller does
+    the work."""
     if event not in HOOK_EVENTS:
-        return False
+        return ""
     try:
         ev = events.parse(client_name, event, raw)
     except events.PayloadError:
-        return False  # counted by the in-process path, which names the failure the same way
+        return ""  # counted by the in-process path, which names the failure the same way
     why = events.nothing_to_recall(ev)
     if why is not None:
         _record(settings, client_name, event, "quiet", started, {"why": why})
-        return True
+        return None
     left = started + deadline(settings, event) - time.perf_counter() - MARGIN_S
-    got = client.ask_hook(settings, hook_ask(settings, ev), left) if left > 0 else None
+    if left <= 0:
+        return "no time left"
+    got, why_not = client.ask_hook(settings, hook_ask(settings, ev), left)
     if got is None:
-        return False
+        return why_not
     detail: dict[str, object] = {"via": "resident"}
     detail.update({k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got})
     outcome = "quiet"
@@ -67,7 +71,7 @@ def answer(
         write(events.reply(ev.client, ev.event, got["text"]))
         outcome = "replied"
     _record(settings, client_name, event, outcome, started, detail)
-    return True
+    return None
 
 
 def _record(

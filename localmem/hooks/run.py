@@ -109,6 +109,7 @@ def run(
     *,
     write: Callable[[str], None],
     started: float | None = None,
+    note: dict[str, object] | None = None,
 ) -> Outcome:
     """Do the hook's work within its deadline, give ``write`` the reply (if any), record the
     outcome (its time counted from ``started``, a ``time.perf_counter()`` reading: the
@@ -132,5 +133,6 @@ def run(
     if out.reply is not None:
         write(out.reply)
     ms = (time.perf_counter() - t0) * 1000
-    status.record(settings.db, client, event, out.outcome, ms=ms, kind=out.kind, message=out.message, detail=out.detail)
+    detail = {**(out.detail or {}), **(note or {})} or None  # ``note``: the caller's, e.g. why no resident answered
+    status.record(settings.db, client, event, out.outcome, ms=ms, kind=out.kind, message=out.message, detail=detail)
     return out

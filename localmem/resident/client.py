@@ -35,34 +35,40 @@ REPLY_S = 30.0  # the longest a caller waits for a reply before it reads in-proc
 
 def ask(settings: Settings, query: wire.Query) -> dict[str, Any] | None:
     """The context (``Context.to_dict()``) from the store's resident process, or None."""
-    reply = _call(settings, query, REPLY_S)
+    reply, _why = _call(settings, query, REPLY_S)
     context = reply.get("context") if reply else None
     return context if isinstance(context, dict) else None
 
 
-def ask_hook(settings: Settings, hook: wire.HookAsk, reply_s: float) -> dict[str, Any] | None:
+def ask_hook(settings: Settings, hook: wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
     """A hook's recall (``resident.recall.answer``) from the store's resident process,
-    waited for at most ``reply_s`` seconds (the hook's deadline), or None."""
-    reply = _call(settings, hook, max(0.05, reply_s))
+    waited for at most ``reply_s`` seconds (the hook's deadline), and '' ; or None and why
+    not (``no socket``, ``no store``, ``no key``, ``no answer``, ``bad reply`` or the
+    server's refusal: ``settings``, ``busy``, ...), which the hook's status keeps."""
+    reply, why = _call(settings, hook, max(0.05, reply_s))
     got = reply.get("hook") if reply else None
-    return got if isinstance(got, dict) and isinstance(got.get("text"), str) else None
+    if reply is not None and not (isinstance(got, dict) and isinstance(got.get("text"), str)):
+        return None, "bad reply"
+    return (got, "") if isinstance(got, dict) else (None, why)
 
 
-def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) -> dict[str, Any] | None:
-    """The server's reply when it answered ``ok``; None for everything else (module docstring)."""
+def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
+    """The server's reply when it answered ``ok``; else None and why (module docstring)."""
     path = wire.socket_path(settings.db)
     if path is None or not _own_socket(path) or not wire.private_folder(path.parent, create=False):
-        return None
+        return None, "no socket"
     identity = wire.store_identity(settings.db)
     if identity is None:  # no store yet: in-process says so (or creates it)
-        return None
+        return None, "no store"
     if keys.is_encrypted(identity["path"]) and not keys.key_opens(identity["path"]):
-        return None
+        return None, "no key"
     try:
         reply = _exchange(str(path), wire.request(settings, query, identity, __version__), reply_s)
     except (OSError, ValueError):  # refused (stale socket), timed out, cut off, not JSON
-        return None
-    return reply if reply.get("ok") is True else None
+        return None, "no answer"
+    if reply.get("ok") is True:
+        return reply, ""
+    return None, str(reply.get("why") or "refused")[:100]
 
 
 def answers(path: os.PathLike[str]) -> bool:

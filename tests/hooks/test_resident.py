@@ -22,7 +22,7 @@ import pytest
 
 from localmem.bench import agent_logs
 from localmem.hooks import status
-from localmem.resident import wire
+from localmem.resident import client, wire
 from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
 from localmem.storage.layers import recalls
@@ -100,7 +100,7 @@ def hook_calls(db: Path) -> list[recalls.RecallCall]:
 def test_answered_over_the_socket_as_in_process_without_the_model(stored: Path) -> None:
     here_start = context_of(hook(stored, "session-start", START), "SessionStart")
     here_prompt = context_of(hook(stored, "prompt", ASK, "gemini"), "BeforeAgent")
-    assert via(stored) == "in-process"
+    assert via(stored) == "in-process" and status.read(stored)["last_run"]["resident"] == "no socket"
     assert hook(stored, "prompt", OFF).stdout == b""
     here_bar = status.read(stored)["last_run"]["best_cosine"]
     server = Server(stored)
@@ -202,6 +202,7 @@ def fake_server(db: Path, reply: bytes | None) -> socket.socket:
                 return
             held.append(conn)
             if reply is not None:
+                client.read_line(conn, wire.MAX_LINE)  # the request, then the reply (as a server does)
                 conn.sendall(reply)
                 conn.close()
 
@@ -209,12 +210,20 @@ def fake_server(db: Path, reply: bytes | None) -> socket.socket:
     return sock
 
 
-@pytest.mark.parametrize("reply", [b"not json\n", b'{"ok": true, "hook": {"text": 3}}\n'])
-def test_a_garbling_server_costs_the_agent_nothing(stored: Path, reply: bytes) -> None:
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (b"not json\n", "no answer"),
+        (b'{"ok": true, "hook": {"text": 3}}\n', "bad reply"),
+        (b'{"ok": false, "why": "settings"}\n', "settings"),
+    ],
+)
+def test_a_garbling_server_costs_the_agent_nothing(stored: Path, reply: bytes, why: str) -> None:
     sock = fake_server(stored, reply)
     try:
         assert "Module 2 returns" in context_of(hook(stored, "prompt", ASK), "UserPromptSubmit")
-        assert via(stored) == "in-process"
+        assert via(stored) == "in-process" and status.read(stored)["last_run"]["resident"] == why
+        assert f"in-process (resident: {why})" in cli(stored, "hooks", "status").stdout
     finally:
         sock.close()
 
@@ -225,6 +234,7 @@ def test_a_silent_server_costs_the_hook_its_deadline_and_nothing_reaches_the_age
         run = hook(stored, "prompt", ASK, LOCALMEM_HOOKS_PROMPT_DEADLINE="1.5")
         assert run.returncode == 0 and run.stdout == b"" and run.stderr == b""
         assert status.read(stored)["last_error"]["kind"] == "timeout"
+        assert status.read(stored)["last_run"]["resident"] == "no answer"
     finally:
         sock.close()
 

@@ -254,10 +254,11 @@ def test_hook_refusals(serving: ResidentServer, filled: Store, change: dict[str,
 def test_a_hook_is_answered_with_the_callers_bar(serving: ResidentServer, filled: Store) -> None:
     """The bar and budget travel with the question: the server's own hook settings do not
     decide what the caller gets; the answer names its best cosine either way."""
-    got = client.ask_hook(filled.settings, H, 5.0)
-    assert got is not None and "bike chain" in got["text"] and got["turns"] > 0
-    high = client.ask_hook(filled.settings, replace(H, bar=2.0), 5.0)
+    got, why = client.ask_hook(filled.settings, H, 5.0)
+    assert got is not None and why == "" and "bike chain" in got["text"] and got["turns"] > 0
+    high, _ = client.ask_hook(filled.settings, replace(H, bar=2.0), 5.0)
     assert high is not None and high["text"] == "" and high["best_cosine"] == got["best_cosine"]
+    assert client.ask_hook(replace(filled.settings, budget_tokens=700), H, 5.0) == (None, "settings")
     rows = recalls.calls(filled.conn, 10, 0).items
     assert [(r.client, r.tool, r.session) for r in rows] == [
         ("hook:codex", "prompt", "s9")
