@@ -31,7 +31,8 @@ from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
-from localmem.resident.server import ResidentServer
+from localmem.resident.server import ResidentServer, answers
+from localmem.resident.wire import socket_path
 from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
 from localmem.sync.background import syncing
 from localmem.sync.keys import Keyring, add_sync_flags, keyring
@@ -75,21 +76,25 @@ def serve(
     sync: SyncArgs | None = None,
     refuse: str | None = None,
     resident: bool = True,
+    idle_exit: float | None = None,
 ) -> int:
     """Run until the client disconnects (stdio) or the process is stopped (HTTP, socket). A
     store that cannot be opened (no key, a wrong key, not a database) still gets a server:
     its tools are listed and every call is a tool error naming the cause
     (``refusing_server``), so a client shows why instead of "connection closed".
-    ``resident``: also answer CLI queries and hooks on the store's socket."""
+    ``resident``: also answer CLI queries and hooks on the store's socket. ``idle_exit``
+    (socket transport only): exit after that many seconds without a request."""
     token = token or os.environ.get(TOKEN_ENV) or None
     if transport not in TRANSPORTS:
         raise ConfigError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
     if transport == "http" and not is_loopback(host) and not token:
         raise ConfigError(f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} (or pass --token)")
+    if idle_exit is not None and (transport != "socket" or idle_exit <= 0):
+        raise ConfigError("--idle-exit: a number of seconds above 0, with --transport socket")
     if transport == "socket":
         if refuse is not None:
             raise ConfigError(refuse)
-        return _serve_socket(settings, watch, sync)
+        return _serve_socket(settings, watch, sync, idle_exit)
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp_server.server import build_server, refusing_server
 
@@ -146,11 +151,18 @@ def _syncing(settings: Settings, sync: SyncArgs | None) -> Iterator[None]:
         yield
 
 
-def _serve_socket(settings: Settings, watch: Path | None, sync: SyncArgs | None = None) -> int:
-    """The resident socket alone (no MCP SDK, no worker) until SIGINT or SIGTERM: the
-    small daemon for hooks and CLI queries when no MCP client keeps a server running."""
+def _serve_socket(
+    settings: Settings, watch: Path | None, sync: SyncArgs | None = None, idle_exit: float | None = None
+) -> int:
+    """The resident socket alone (no MCP SDK, no worker) until SIGINT or SIGTERM, or until
+    ``idle_exit`` seconds pass without a request: the small daemon for hooks and CLI
+    queries when no MCP client keeps a server running (``localmem.resident.daemon``)."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    path = socket_path(settings.db)
+    if idle_exit is not None and path is not None and answers(path):
+        log.warning("localmem resident socket for %s is served by another process: not started", settings.db)
+        return 0  # a daemon a hook started is not needed: nothing to report
     try:
         with open_store(settings) as store, _syncing(settings, sync):
             store.embedder.embed(["warm-up"])  # the model loaded now, not by the first caller
@@ -162,7 +174,10 @@ def _serve_socket(settings: Settings, watch: Path | None, sync: SyncArgs | None 
                 )
             log.warning("localmem resident socket for %s at %s", settings.db, sock.path)
             try:
-                stop.wait()
+                while not stop.wait(_idle_check(idle_exit)):
+                    if idle_exit is not None and sock.idle_for() >= idle_exit:
+                        log.warning("localmem resident socket for %s: idle for %g s, exiting", settings.db, idle_exit)
+                        break
             finally:
                 sock.stop()
                 stop.set()
@@ -172,6 +187,11 @@ def _serve_socket(settings: Settings, watch: Path | None, sync: SyncArgs | None 
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _idle_check(idle_exit: float | None) -> float | None:
+    """How often the socket daemon looks at its idle time (None: it only waits for a signal)."""
+    return None if idle_exit is None else min(5.0, max(0.1, idle_exit / 4))
 
 
 def _start_watcher(settings: Settings, folder: Path, stop: threading.Event) -> threading.Thread:
@@ -233,6 +253,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="do not answer CLI queries and hooks on the store's local socket (docs/architecture.md)",
     )
     p.add_argument(
+        "--idle-exit",
+        type=float,
+        metavar="SECONDS",
+        help="--transport socket: exit after this many seconds without a request (what a hook starts: "
+        "hooks.daemon_idle); then also exit at once if another process already serves the store's socket",
+    )
+    p.add_argument(
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level"
     )
 
@@ -267,6 +294,7 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         sync=sync,
         refuse=unusable,
         resident=not args.no_socket,
+        idle_exit=args.idle_exit,
     )
 
 

@@ -55,6 +55,8 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
     "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
     "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered
+    # in-process (and a daemon started) only when no resident process answered
+    "localmem.hooks.__main__": ("localmem.hooks.run", "localmem.resident.daemon"),
 }
 
 

@@ -6,8 +6,10 @@ builder; its sessions spread over four project folders), then each hook as a fre
 ``python -m localmem.hooks`` process with a Claude Code payload on stdin, timed from
 ``Popen`` to exit (process start, imports, the embedding model, the store, the work):
 prompts (the bar at -1 so that each renders, replies and records what it injected: the
-most a prompt hook does), session starts, and stops that ingest one new exchange of a
-transcript. Beside them: the interpreter alone, and the hook module imported and its
+most a prompt hook does) and session starts on both paths, in-process (no resident
+process; hooks start no daemon here) and through a ``localmem serve --transport socket``
+already running (warmed by one untimed prompt and session start), then stops that ingest
+one new exchange of a transcript. Beside them: the interpreter alone, and the hook module imported and its
 ``--help`` printed. The synthetic store's vectors are generated, not embedded, so the
 replies' content means nothing here; the time is the point.
 
@@ -23,18 +25,24 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from localmem.bench import agent_logs, metrics, scale, synthetic
 from localmem.config import Settings
+from localmem.hooks import status
 from localmem.ingest import locomo as locomo_ingest
 from localmem.memory import open_store
 from localmem.models.registry import default_embedder
+from localmem.resident import client, wire
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.storage.bench import synthetic as bench_rows
 from localmem.storage.engine import db
@@ -45,6 +53,7 @@ BARS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "LOCALMEM_MODEL"}
+    env["LOCALMEM_HOOKS_DAEMON_IDLE"] = "0"  # the resident process is the bench's own (`_resident`), not a hook's
     # measure the work, not a deadline: the defaults would give up on a cold 100k store
     env.update(
         LOCALMEM_HOOKS_PROMPT_BAR="-1", LOCALMEM_HOOKS_PROMPT_DEADLINE="120", LOCALMEM_HOOKS_SESSION_DEADLINE="120"
@@ -53,23 +62,33 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+@dataclass(frozen=True)
+class _Run:
+    wall: float  # seconds from Popen to exit
+    cpu: float  # the process's user + system seconds: steadier than wall time on a loaded machine
+
+
+def _timed(argv: list[str], payload: bytes, env: dict[str, str]) -> tuple[_Run, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(argv, input=payload, capture_output=True, env=env, timeout=600)
-    took = time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    took = _Run(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     if proc.returncode != 0:
         raise RuntimeError(f"{argv}: exit {proc.returncode}: {proc.stderr[-300:]!r}")
     return took, proc.stdout
 
 
-def _stats(times: list[float], replies: int) -> dict[str, Any]:
-    ms = sorted(t * 1000 for t in times)
+def _stats(times: list[_Run], replies: int) -> dict[str, Any]:
+    ms = sorted(t.wall * 1000 for t in times)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
     return {
         "runs": len(ms),
         "p50_ms": round(statistics.median(ms)),
         "p95_ms": round(p95),
         "max_ms": round(ms[-1]),
+        "cpu_p50_ms": round(statistics.median(t.cpu * 1000 for t in times)),
         "replied": replies,
     }
 
@@ -89,24 +108,15 @@ def run(work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, s
     out["python_start"] = _stats([_timed([*py, "-c", "pass"], b"", env)[0] for _ in range(5)], 0)
     out["hook_import"] = _stats([_timed([*hook, "--help"], b"", env)[0] for _ in range(5)], 0)
     questions = scale.queries_for(settings.db, prompts)
-    times, replies = [], 0
-    for i, q in enumerate(questions):
-        payload = {"session_id": f"bench-{i}", "cwd": FOLDERS[i % len(FOLDERS)], "prompt": q}
-        took, reply = _timed([*hook, "prompt", "--client", "claude-code"], json.dumps(payload).encode(), env)
-        times.append(took)
-        replies += bool(reply.strip())
-    out["prompt"] = _stats(times, replies)
-    times, replies = [], 0
-    for i in range(starts):
-        payload = {"session_id": f"start-{i}", "cwd": FOLDERS[i % len(FOLDERS)], "source": "startup"}
-        took, reply = _timed([*hook, "session-start", "--client", "claude-code"], json.dumps(payload).encode(), env)
-        times.append(took)
-        replies += bool(reply.strip())
-    out["session_start"] = _stats(times, replies)
+    out["in_process"] = _recall_rounds(settings.db, hook, env, questions, starts)
+    with _resident(settings.db, env) as started_s:
+        _recall_rounds(settings.db, hook, env, questions[:1], 1)  # the server's first read loads its mirrors
+        out["resident"] = _recall_rounds(settings.db, hook, env, questions, starts)
+        out["resident"]["server_ready_s"] = round(started_s, 1)
     log = work / "transcript.jsonl"
     session = "5e551011-0000-4000-8000-000000000001"
     log.write_text("", "utf-8")
-    times = []
+    times: list[_Run] = []
     for i in range(stops):
         with log.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
@@ -114,6 +124,47 @@ def run(work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, s
         times.append(_timed([*hook, "stop", "--client", "claude-code"], json.dumps(payload).encode(), env)[0])
     out["stop"] = _stats(times, 0)
     return out
+
+
+def _recall_rounds(
+    store: Path, hook: list[str], env: dict[str, str], questions: list[str], starts: int
+) -> dict[str, Any]:
+    """Prompt and session-start hooks timed as processes; ``via_resident`` counts the runs
+    the resident process answered (the hook's status says which path it took)."""
+    out: dict[str, Any] = {}
+    for event, n in (("prompt", len(questions)), ("session-start", starts)):
+        times: list[_Run] = []
+        replies, served = 0, 0
+        for i in range(n):
+            payload: dict[str, str] = {"session_id": f"{event}-{i}", "cwd": FOLDERS[i % len(FOLDERS)]}
+            payload.update({"prompt": questions[i]} if event == "prompt" else {"source": "startup"})
+            took, reply = _timed([*hook, event, "--client", "claude-code"], json.dumps(payload).encode(), env)
+            times.append(took)
+            replies += bool(reply.strip())
+            served += (status.read(store).get("last_run") or {}).get("via") == "resident"
+        out[event.replace("-", "_")] = _stats(times, replies) | {"via_resident": served}
+    return out
+
+
+@contextmanager
+def _resident(store: Path, env: dict[str, str]) -> Iterator[float]:
+    """``localmem serve --transport socket`` on ``store`` while the block runs; yields the
+    seconds it took to answer on its socket."""
+    path = wire.socket_path(store)
+    if path is None:
+        raise RuntimeError(f"{store}: no socket path (the runtime folder's path is too long)")
+    argv = [sys.executable, "-m", "localmem", "--db", str(store), "serve", "--transport", "socket"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        while not client.answers(path):
+            if proc.poll() is not None or time.perf_counter() - t0 > 600:
+                raise RuntimeError(f"the resident server did not start: {proc.communicate(timeout=5)[1][-300:]!r}")
+            time.sleep(0.1)
+        yield time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        proc.wait(60)
 
 
 def calibrate(data: Path, work: Path, budget: int = 300) -> dict[str, Any]:

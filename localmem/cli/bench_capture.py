@@ -62,7 +62,8 @@ def add_hooks_bench_parser(bsub: Any) -> None:
         help="the agents' hooks as processes on a large store (p50/p95, process start included); --calibrate DATA: "
         "the prompt hook's relevance bar on LoCoMo",
         description="Time `python -m localmem.hooks` processes (prompt, session start, stop) on a synthetic store "
-        "of --turns turns, each from process start to exit. With --calibrate LOCOMO.json: for each relevance bar, "
+        "of --turns turns, each from process start to exit, in-process and through a running `localmem serve "
+        "--transport socket`. With --calibrate LOCOMO.json: for each relevance bar, "
         "the share of questions that get memory when their conversation is in scope, and when another is.",
     )
     c.add_argument("--turns", type=int, default=100_000, help="synthetic store size (default 100000)")
@@ -95,19 +96,23 @@ def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"store: {r['turns']:,} synthetic turns (built in {r['build_s']} s); each run a fresh process, start to exit"
         )
-        print("| what | runs | p50 | p95 | max | replied |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for key, label in (
-            ("python_start", "python -c pass"),
-            ("hook_import", "python -m localmem.hooks --help (imports)"),
-            ("prompt", "UserPromptSubmit (prompt)"),
-            ("session_start", "SessionStart"),
-            ("stop", "Stop (ingest 3 new turns)"),
-        ):
-            s = r[key]
+        print("| what | path | runs | p50 | p95 | max | CPU p50 | replied | answered by the resident |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+        rows: list[tuple[str, str, dict[str, Any]]] = [
+            ("python -c pass", "", r["python_start"]),
+            ("python -m localmem.hooks --help (imports)", "", r["hook_import"]),
+        ]
+        for path, label in (("in_process", "in-process"), ("resident", "resident server")):
+            rows.append(("UserPromptSubmit (prompt)", label, r[path]["prompt"]))
+            rows.append(("SessionStart", label, r[path]["session_start"]))
+        rows.append(("Stop (ingest 3 new turns)", "in-process", r["stop"]))
+        for what, label, s in rows:
+            resident = s.get("via_resident", "")
             print(
-                f"| {label} | {s['runs']} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['max_ms']} ms | {s['replied']} |"
+                f"| {what} | {label} | {s['runs']} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['max_ms']} ms "
+                f"| {s['cpu_p50_ms']} ms | {s['replied']} | {resident} |"
             )
+        print(f"(the resident server answered on its socket {r['resident']['server_ready_s']} s after its start)")
     if args.json:
         print(json.dumps(r))
     return 0

@@ -86,6 +86,14 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         for p in f.problems:
             print(f"  problem: {p}")
     print(f"runs          {status.summary(ran)}")
+    run = ran.get("last_run")
+    if run:
+        via = run.get("via", "in-process")  # a run the resident process answered says so (hooks.fast)
+        if run.get("resident"):  # why it did not answer this one
+            via += f" (resident: {run['resident']})"
+        print(
+            f"last run      {run.get('at')} {run.get('client')} {run.get('event')}: {run.get('outcome')}, {run.get('ms')} ms, {via}"
+        )
     last = ran.get("last_error")
     if last:
         print(

@@ -121,6 +121,9 @@ class HooksParams:
     session_deadline: float = 8.0  # seconds; the installed entry gives the client 10
     prompt_deadline: float = 4.0  # seconds; the installed entry gives the client 5
     ingest_deadline: float = 50.0  # seconds (stop, compaction, session end); the client gives 60
+    # A hook that finds no resident process starts one (`serve --transport socket`), which
+    # exits after this many idle seconds; 0: hooks start none (localmem/resident/daemon.py).
+    daemon_idle: float = 900.0
 
     def __post_init__(self) -> None:
         check_instance(self, "hooks")

@@ -104,6 +104,13 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
     )
 
 
+def nothing_to_recall(e: HookEvent) -> str | None:
+    """Why a prompt hook has nothing to recall for (an empty prompt, a slash command), or None."""
+    if e.event == "prompt" and (not e.prompt.strip() or e.prompt.lstrip().startswith("/")):
+        return "no prompt to recall for"
+    return None
+
+
 def reply(client: str, event: str, context: str) -> str:
     """The JSON line that gives ``context`` to the agent (module docstring)."""
     name = CLIENT_EVENTS[client][event]

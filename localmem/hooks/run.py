@@ -1,10 +1,11 @@
 """One hook run: the event read from stdin, its work done within a deadline, the reply
 (or nothing) for the agent, the outcome counted in ``hooks.status``.
 
-Work by event: session-start and prompt recall (``hooks.recall``) under the project of
-the payload's ``cwd`` (``retrieval.scope``), record the head lines they inject (the
-store's ``injected`` table, best effort: a store too busy to take them does not hold the
-agent up) and reply; stop, pre-compact and session-end ingest the transcript the payload
+Work by event: session-start and prompt recall (``resident.recall.answer``, the function a
+resident process answers ``hooks.fast`` with) under the project of the payload's ``cwd``
+(``retrieval.scope``), which records the head lines they inject (the store's ``injected``
+table) and the recall log's row (best effort: a store too busy to take them does not hold
+the agent up), and reply; stop, pre-compact and session-end ingest the transcript the payload
 names, read to its end from where the last read stopped (``ingest.runner``; the same
 resume point ``capture`` and ``watch`` use, so nothing is stored twice whoever reads it).
 
@@ -28,16 +29,15 @@ from pathlib import Path
 import apsw
 
 from localmem.config import Settings
-from localmem.errors import LocalmemError, StoreFull, StoreLocked, StoreReadOnly
-from localmem.hooks import events, recall, status
+from localmem.errors import StoreFull, StoreLocked, StoreReadOnly
+from localmem.hooks import events, status
 from localmem.hooks.events import HookEvent
+from localmem.hooks.fast import deadline, hook_ask
 from localmem.ingest import runner
 from localmem.memory import open_store
-from localmem.retrieval.scope import project_scope
+from localmem.resident import recall
 from localmem.storage.engine import keys
 from localmem.storage.engine.retry import BUSY_TIMEOUT_ENV
-from localmem.storage.write import injections
-from localmem.util import injected
 
 RECALL = ("session-start", "prompt")
 
@@ -49,11 +49,6 @@ class Outcome:
     kind: str | None = None
     message: str = ""
     detail: dict[str, object] | None = None
-
-
-def deadline(settings: Settings, event: str) -> float:
-    h = settings.hooks
-    return {"session-start": h.session_deadline, "prompt": h.prompt_deadline}.get(event, h.ingest_deadline)
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
@@ -86,24 +81,15 @@ def work(settings: Settings, ev: HookEvent, until: float | None = None) -> Outco
 
 
 def _recall(settings: Settings, ev: HookEvent) -> Outcome:
-    if ev.event == "prompt" and (not ev.prompt.strip() or ev.prompt.lstrip().startswith("/")):
-        return Outcome(None, "quiet", detail={"why": "no prompt to recall for"})
-    project = project_scope(ev.cwd or os.getcwd())
+    why = events.nothing_to_recall(ev)
+    if why is not None:
+        return Outcome(None, "quiet", detail={"why": why})
     with open_store(settings) as store:
-        if ev.event == "session-start":
-            got = recall.session_start(store, settings, project, ev.session_id)
-        else:
-            got = recall.prompt(store, settings, project, ev.session_id, ev.prompt)
-        detail: dict[str, object] = {"turns": len(got.turn_ids)}
-        if got.best_cosine is not None:
-            detail["best_cosine"] = round(got.best_cosine, 3)
-        if not got.text:
-            return Outcome(None, "quiet", detail=detail)
-        try:  # best effort: the reply matters more than the record of it
-            injections.record(store.conn, injected.head_lines(got.text))
-        except (LocalmemError, apsw.Error) as exc:
-            detail["not_recorded"] = classify(exc)[0]
-    return Outcome(events.reply(ev.client, ev.event, got.text), "replied", detail=detail)
+        got = recall.answer(store, hook_ask(settings, ev))  # what a resident process answers (hooks.fast)
+    detail: dict[str, object] = {k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got}
+    if not got["text"]:
+        return Outcome(None, "quiet", detail=detail)
+    return Outcome(events.reply(ev.client, ev.event, got["text"]), "replied", detail=detail)
 
 
 def _ingest(settings: Settings, ev: HookEvent) -> Outcome:
@@ -123,6 +109,7 @@ def run(
     *,
     write: Callable[[str], None],
     started: float | None = None,
+    note: dict[str, object] | None = None,
 ) -> Outcome:
     """Do the hook's work within its deadline, give ``write`` the reply (if any), record the
     outcome (its time counted from ``started``, a ``time.perf_counter()`` reading: the
@@ -146,5 +133,6 @@ def run(
     if out.reply is not None:
         write(out.reply)
     ms = (time.perf_counter() - t0) * 1000
-    status.record(settings.db, client, event, out.outcome, ms=ms, kind=out.kind, message=out.message, detail=out.detail)
+    detail = {**(out.detail or {}), **(note or {})} or None  # ``note``: the caller's, e.g. why no resident answered
+    status.record(settings.db, client, event, out.outcome, ms=ms, kind=out.kind, message=out.message, detail=detail)
     return out

@@ -1,10 +1,10 @@
-"""Ask the resident process of a store, if one is there: the fast path of ``localmem query``
-and of the hook entry point.
+"""Ask the resident process of a store, if one is there: the fast path of ``localmem query``,
+``localmem recall`` and the agents' hooks (``python -m localmem.hooks``).
 
-:func:`ask` returns the context as the resident process computed it, or None whenever it
-cannot be had that way (no socket, a stale one, a server of another store, version or
-settings, a busy or silent one, anything unexpected), and the caller then reads
-in-process. It never raises for the fast path's sake: the worst a broken server costs a
+:func:`ask` (a context) and :func:`ask_hook` (a hook's recall) return what the resident
+process computed, or None whenever it cannot be had that way (no socket, a stale one, a
+server of another store, version or settings, a busy or silent one, anything unexpected),
+and the caller then reads in-process. It never raises for the fast path's sake: the worst a broken server costs a
 caller is the time-outs below.
 
 Invariants (docs/architecture.md, "The resident fast path"):
@@ -35,20 +35,53 @@ REPLY_S = 30.0  # the longest a caller waits for a reply before it reads in-proc
 
 def ask(settings: Settings, query: wire.Query) -> dict[str, Any] | None:
     """The context (``Context.to_dict()``) from the store's resident process, or None."""
+    reply, _why = _call(settings, query, REPLY_S)
+    context = reply.get("context") if reply else None
+    return context if isinstance(context, dict) else None
+
+
+def ask_hook(settings: Settings, hook: wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
+    """A hook's recall (``resident.recall.answer``) from the store's resident process,
+    waited for at most ``reply_s`` seconds (the hook's deadline), and '' ; or None and why
+    not (``no socket``, ``no store``, ``no key``, ``no answer``, ``bad reply`` or the
+    server's refusal: ``settings``, ``busy``, ...), which the hook's status keeps."""
+    reply, why = _call(settings, hook, max(0.05, reply_s))
+    got = reply.get("hook") if reply else None
+    if reply is not None and not (isinstance(got, dict) and isinstance(got.get("text"), str)):
+        return None, "bad reply"
+    return (got, "") if isinstance(got, dict) else (None, why)
+
+
+def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
+    """The server's reply when it answered ``ok``; else None and why (module docstring)."""
     path = wire.socket_path(settings.db)
     if path is None or not _own_socket(path) or not wire.private_folder(path.parent, create=False):
-        return None
+        return None, "no socket"
     identity = wire.store_identity(settings.db)
     if identity is None:  # no store yet: in-process says so (or creates it)
-        return None
+        return None, "no store"
     if keys.is_encrypted(identity["path"]) and not keys.key_opens(identity["path"]):
-        return None
+        return None, "no key"
     try:
-        reply = _exchange(str(path), wire.request(settings, query, identity, __version__))
+        reply = _exchange(str(path), wire.request(settings, query, identity, __version__), reply_s)
     except (OSError, ValueError):  # refused (stale socket), timed out, cut off, not JSON
-        return None
-    context = reply.get("context")
-    return context if reply.get("ok") is True and isinstance(context, dict) else None
+        return None, "no answer"
+    if reply.get("ok") is True:
+        return reply, ""
+    return None, str(reply.get("why") or "refused")[:100]
+
+
+def answers(path: os.PathLike[str]) -> bool:
+    """Whether a process accepts connections on the socket at ``path``."""
+    if not os.path.exists(path):
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(CONNECT_S)
+        try:
+            probe.connect(os.fspath(path))
+        except OSError:
+            return False
+    return True
 
 
 def _own_socket(path: os.PathLike[str]) -> bool:
@@ -59,13 +92,13 @@ def _own_socket(path: os.PathLike[str]) -> bool:
     return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
 
 
-def _exchange(path: str, message: bytes) -> dict[str, Any]:
+def _exchange(path: str, message: bytes, reply_s: float = REPLY_S) -> dict[str, Any]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(CONNECT_S)
         sock.connect(path)
         if peer_uid(sock) not in (None, os.getuid()):
             raise ValueError("the socket's process belongs to another user")
-        sock.settimeout(REPLY_S)
+        sock.settimeout(reply_s)
         sock.sendall(message)
         sock.shutdown(socket.SHUT_WR)
         return wire.decode(read_line(sock, wire.MAX_REPLY))

@@ -25,12 +25,13 @@ import os
 import secrets
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import client, wire
+from localmem.resident import client, recall, wire
 from localmem.resident.local import context
 from localmem.storage.write.store import Store
 
@@ -59,6 +60,7 @@ class ResidentServer:
         # restore, a copy) is another store, which the caller reads in-process
         self._identity = wire.store_identity(store.path)
         self.served = 0  # requests answered (the tests and `bench startup` read it)
+        self.last_call = time.monotonic()  # when the last request was done: an idle daemon exits
 
     def start(self, *, standby: bool = True) -> bool:
         """Listen on the store's socket; False when the store has no usable socket path or
@@ -159,26 +161,37 @@ class ResidentServer:
         """The reply to one request (see ``wire``)."""
         if req.get("protocol") != wire.PROTOCOL or req.get("version") != __version__:
             return refuse("version")
-        if req.get("op") != "context":
+        op = req.get("op")
+        if op not in ("context", "hook"):
             return refuse("op")
         if self._identity is None or req.get("store") != self._identity:
             return refuse("store")
         if req.get("settings") != self._fingerprint:
             return refuse("settings")
         try:
-            query = wire.parse_query(req.get("query"))
+            query: wire.Query | wire.HookAsk = (
+                wire.parse_query(req.get("query")) if op == "context" else wire.parse_hook(req.get("query"))
+            )
         except ValueError as exc:
             return refuse(f"request: {exc}")
         if not self.lock.acquire(timeout=BUSY_S):
             return refuse("busy")
         try:
-            ctx = context(self.store, query)
+            if isinstance(query, wire.HookAsk):
+                reply = {"ok": True, "hook": recall.answer(self.store, query)}
+            else:
+                reply = {"ok": True, "context": context(self.store, query)}
         except LocalmemError as exc:  # the caller meets it again in-process and says it its own way
             return refuse(f"error: {exc}")
         finally:
             self.lock.release()
+            self.last_call = time.monotonic()
         self.served += 1
-        return {"ok": True, "context": ctx}
+        return reply
+
+    def idle_for(self) -> float:
+        """Seconds since the last request was answered (or since the server was made)."""
+        return time.monotonic() - self.last_call
 
 
 def refuse(why: str) -> dict[str, Any]:
@@ -187,12 +200,4 @@ def refuse(why: str) -> dict[str, Any]:
 
 def answers(path: Path) -> bool:
     """Whether a process accepts connections on the socket at ``path``."""
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(client.CONNECT_S)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
+    return client.answers(path)

@@ -6,8 +6,10 @@ one reply, each one line of JSON, then the connection closes.
 
 A request names the store by its real path and its file identity (device, inode), the
 reading settings by a fingerprint, and the code by its version and this protocol's; the
-server answers only when all four are its own. The reply is the context exactly as
-``Context.to_dict()`` gives it in-process, or a refusal with a reason (the caller then reads
+server answers only when all four are its own. Two ops: ``context`` (a ``Query``; the
+reply is the context exactly as ``Context.to_dict()`` gives it in-process) and ``hook`` (a
+``HookAsk``; the reply is what ``resident.recall.answer`` gives in-process: the text a hook
+injects, or none below the bar). Or a refusal with a reason (the caller then reads
 in-process).
 
 Invariants:
@@ -52,6 +54,24 @@ class Query:
     exclude: str | None = None  # a session key left out (a hook's own session)
     client: str = "cli"  # who is handed the context, for the recall log (``cli``, ``hook:<agent>``)
     tool: str = "query"  # what asked (``query``, ``recall``, a hook's event)
+
+
+@dataclass(frozen=True)
+class HookAsk:
+    """What a hook asks at a session's start or a prompt (op ``hook``): the recall
+    ``resident.recall.answer`` computes, with the caller's own budget and bar (so a
+    server started under other hook settings answers as the caller would in-process)."""
+
+    event: str  # "session-start" or "prompt"
+    agent: str  # claude-code / codex / gemini: the recall log's client is ``hook:<agent>``
+    project: str  # the agent's working folder, absolute
+    session: str = ""  # the agent's session id: left out of what is recalled (the agent has it)
+    prompt: str = ""
+    budget: int = 0  # tokens
+    bar: float = 0.0  # a prompt gets memory only when the best cosine reaches it
+
+
+HOOK_EVENTS = ("session-start", "prompt")
 
 
 def runtime_dir() -> Path:
@@ -106,11 +126,12 @@ def fingerprint(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
 
-def request(settings: Settings, query: Query, identity: dict[str, Any], version: str) -> bytes:
+def request(settings: Settings, query: Query | HookAsk, identity: dict[str, Any], version: str) -> bytes:
+    """A ``context`` request (a ``Query``) or a ``hook`` one (a ``HookAsk``)."""
     body = {
         "protocol": PROTOCOL,
         "version": version,
-        "op": "context",
+        "op": "hook" if isinstance(query, HookAsk) else "context",
         "store": identity,
         "settings": fingerprint(settings),
         "query": asdict(query),
@@ -149,3 +170,23 @@ def parse_query(obj: Any) -> Query:
         obj.get("client") or "cli",
         obj.get("tool") or "query",
     )
+
+
+def parse_hook(obj: Any) -> HookAsk:
+    """The ``HookAsk`` of a ``hook`` request; ValueError when a field is missing or of the
+    wrong type."""
+    if not isinstance(obj, dict):
+        raise ValueError("query must be an object")
+    if obj.get("event") not in HOOK_EVENTS:
+        raise ValueError(f"query.event must be one of {', '.join(HOOK_EVENTS)}")
+    for key in ("agent", "project", "session", "prompt"):
+        if not isinstance(obj.get(key), str):
+            raise ValueError(f"query.{key} must be a string")
+    if not os.path.isabs(obj["project"]):
+        raise ValueError("query.project must be an absolute path")
+    budget, bar = obj.get("budget"), obj.get("bar")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise ValueError("query.budget must be a non-negative integer")
+    if not isinstance(bar, int | float) or isinstance(bar, bool):
+        raise ValueError("query.bar must be a number")
+    return HookAsk(obj["event"], obj["agent"], obj["project"], obj["session"], obj["prompt"], budget, float(bar))

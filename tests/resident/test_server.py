@@ -228,3 +228,38 @@ def test_a_served_context_is_in_the_recall_log_as_the_caller_named_it(serving: R
 def test_a_query_field_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(ValueError, match=r"query\.client"):
         wire.parse_query({"text": "x", "client": 3})
+
+
+H = wire.HookAsk("prompt", "codex", "/home/dev/garden", "s9", "Did Ben fix the bike chain?", 200, -1.0)
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"event": "stop"}, "request: query.event must be one of session-start, prompt"),
+        ({"project": "relative/dir"}, "request: query.project must be an absolute path"),
+        ({"budget": -1}, "request: query.budget must be a non-negative integer"),
+        ({"bar": "high"}, "request: query.bar must be a number"),
+        ({"agent": None}, "request: query.agent must be a string"),
+    ],
+)
+def test_hook_refusals(serving: ResidentServer, filled: Store, change: dict[str, object], why: str) -> None:
+    identity = wire.store_identity(filled.path)
+    assert identity is not None
+    req = wire.decode(wire.request(filled.settings, H, identity, client.__version__))
+    req["query"] |= change
+    assert serving.handle(req) == {"ok": False, "why": why}
+
+
+def test_a_hook_is_answered_with_the_callers_bar(serving: ResidentServer, filled: Store) -> None:
+    """The bar and budget travel with the question: the server's own hook settings do not
+    decide what the caller gets; the answer names its best cosine either way."""
+    got, why = client.ask_hook(filled.settings, H, 5.0)
+    assert got is not None and why == "" and "bike chain" in got["text"] and got["turns"] > 0
+    high, _ = client.ask_hook(filled.settings, replace(H, bar=2.0), 5.0)
+    assert high is not None and high["text"] == "" and high["best_cosine"] == got["best_cosine"]
+    assert client.ask_hook(replace(filled.settings, budget_tokens=700), H, 5.0) == (None, "settings")
+    rows = recalls.calls(filled.conn, 10, 0).items
+    assert [(r.client, r.tool, r.session) for r in rows] == [
+        ("hook:codex", "prompt", "s9")
+    ]  # no row for nothing handed

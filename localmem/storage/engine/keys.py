@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -148,9 +147,12 @@ def _from_keyring(store: str | Path | None) -> str | None:
 
 def no_cipher() -> str:
     """Why this environment's ``apsw`` cannot encrypt, and the one command that repairs it."""
+    # lazy: it loads the email package (~12 ms), which a hook or query served over the socket does not need
+    import importlib.metadata
+
     try:
-        metadata.version("apsw-sqlite3mc")
-    except metadata.PackageNotFoundError:
+        importlib.metadata.version("apsw-sqlite3mc")
+    except importlib.metadata.PackageNotFoundError:
         return (
             "encryption needs apsw-sqlite3mc, localmem's build of apsw, and this environment has plain apsw: "
             "pip uninstall -y apsw && pip install --force-reinstall apsw-sqlite3mc (docs/security.md)"

@@ -1,0 +1,94 @@
+"""A resident process started for the hooks: when a hook finds no process answering on the
+store's socket, it starts ``localmem serve --transport socket --idle-exit N`` detached, so
+the next hook is answered over the socket; the daemon exits after N idle seconds
+(``hooks.daemon_idle``; 0: hooks start none).
+
+Invariants:
+- one daemon per store, however many hooks start at once (the race peers have with a
+  lazily started server): a starter takes an exclusive ``flock`` on ``<socket>.lock``
+  without waiting, and hands the locked file to the daemon (an inherited descriptor), which
+  holds it until it exits; a hook that finds the lock held starts nothing. A daemon that
+  finds another process already serving the socket (``localmem serve``, the MCP server)
+  exits at once;
+- never in the hook's way: starting is a fork and exec (no wait for the daemon), every
+  failure is a False, never an exception; the hook that starts a daemon answers in-process;
+- keys: the daemon inherits the starter's environment (``$LOCALMEM_KEY_FILE``,
+  ``$LOCALMEM_KEY``; a process's environment is readable only by its user), so it reads the
+  store's key from the same source the hook did (or the OS keyring, as the hook would);
+  nothing secret is put in its argv. An encrypted store whose key this process's sources
+  do not open gets no daemon;
+- its stderr goes to ``<socket>.log`` (mode 600), rewritten at each start.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from localmem.config import Settings
+from localmem.resident import client, wire
+from localmem.storage.engine import keys
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock and no Unix socket fast path
+    fcntl = None  # type: ignore[assignment]
+
+
+def start(settings: Settings, idle_s: float) -> bool:
+    """Start the store's daemon when none serves or is starting (module docstring); True
+    when this call started one."""
+    path = wire.socket_path(settings.db)
+    identity = wire.store_identity(settings.db)
+    if fcntl is None or idle_s <= 0 or path is None or identity is None:
+        return False  # no socket for this store, or no store yet (recall never creates one)
+    if client.answers(path):
+        return False  # served already (refused this caller: other settings, busy, another version)
+    if keys.is_encrypted(identity["path"]) and not keys.key_opens(identity["path"]):
+        return False
+    if not wire.private_folder(path.parent, create=True):
+        return False
+    try:
+        lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a daemon holds it: starting, or serving
+        os.close(lock)
+        return False
+    try:
+        log = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            subprocess.Popen(
+                command(identity["path"], idle_s),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                pass_fds=(lock,),  # the daemon holds the lock from here on, until it exits
+                start_new_session=True,  # not killed with the agent's hook process group
+            )
+        finally:
+            os.close(log)
+    except OSError:
+        return False
+    finally:
+        os.close(lock)  # this process's hold ends; the daemon's copy keeps the lock
+    return True
+
+
+def command(db: str, idle_s: float) -> list[str]:
+    """The daemon's command line: the store's path and the idle time, nothing secret."""
+    return [
+        sys.executable,
+        "-m",
+        "localmem",
+        "--db",
+        db,
+        "serve",
+        "--transport",
+        "socket",
+        "--idle-exit",
+        f"{idle_s:g}",
+    ]
