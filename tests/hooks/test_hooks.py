@@ -23,29 +23,9 @@ from localmem.bench import agent_logs
 from localmem.hooks import status
 from localmem.storage.bench import reads
 from localmem.util import injected
+from tests.helpers.hooks import CWD, SESSION, cli, context_of, hook
 
 FIXTURES = Path(__file__).resolve().parents[1] / "ingest" / "fixtures"
-SESSION = "11111111-aaaa-4bbb-8ccc-000000000001"
-CWD = "/home/dev/app"
-
-
-def hook(
-    db: Path, event: str, payload: dict[str, Any] | bytes, client: str = "claude-code", **env: str
-) -> subprocess.CompletedProcess[bytes]:
-    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return subprocess.run(
-        [sys.executable, "-m", "localmem.hooks", "--db", str(db), event, "--client", client],
-        input=raw,
-        capture_output=True,
-        timeout=300,
-        env={**os.environ, **env},
-    )
-
-
-def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "localmem", "--db", str(db), *args], capture_output=True, text=True, timeout=300
-    )
 
 
 def texts(db: Path) -> list[str]:
@@ -54,15 +34,6 @@ def texts(db: Path) -> list[str]:
         return [t.text for t in reads.turn_texts(conn)]
     finally:
         conn.close()
-
-
-def context_of(run: subprocess.CompletedProcess[bytes], event_name: str) -> str:
-    assert run.returncode == 0 and run.stderr == b"", run.stderr
-    reply = json.loads(run.stdout)
-    assert reply["hookSpecificOutput"]["hookEventName"] == event_name
-    text: str = reply["hookSpecificOutput"]["additionalContext"]
-    assert text.startswith(injected.OPEN) and text.endswith(injected.CLOSE)
-    return text
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from localmem.resident import client, wire
 from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
 from localmem.storage.layers import recalls
-from tests.hooks.test_hooks import CWD, SESSION, cli, context_of, hook
-from tests.resident.test_processes import HEAVY, Server
+from tests.helpers.hooks import CWD, SESSION, cli, context_of, hook
+from tests.helpers.resident import HEAVY, Server
 
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
 ASK = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}

@@ -18,20 +18,11 @@ from localmem.cli import COMMANDS
 from localmem.config import Settings
 from localmem.resident import wire
 from localmem.storage.engine import keys
+from tests.helpers.resident import HEAVY, Server, answers
 
 SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
 QUESTION = "Which shoes did Maya switch to?"
 # What a query answered over the socket must not load (the point of the fast path).
-HEAVY = (
-    "numpy",
-    "onnxruntime",
-    "tokenizers",
-    "mcp",
-    "anyio",
-    "localmem.memory",
-    "localmem.retrieval",
-    "localmem.models",
-)
 
 
 def localmem(*args: str, db: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> str:
@@ -57,47 +48,6 @@ def recall(db: Path, env: dict[str, str] | None = None) -> dict[str, object]:
     out = json.loads(localmem("recall", "--json", db=db, stdin=json.dumps({"prompt": QUESTION}), env=env))
     assert isinstance(out, dict)
     return out
-
-
-class Server:
-    """`localmem serve --transport socket` on ``db``, ready once its socket answers."""
-
-    def __init__(self, db: Path, env: dict[str, str] | None = None) -> None:
-        self.db = db
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "localmem", "--db", str(db), "serve", "--transport", "socket"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        path = wire.socket_path(db)
-        assert path is not None
-        self.path = path
-        deadline = time.monotonic() + 120
-        while not _answers(path):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                raise AssertionError(f"server did not start: {self.proc.communicate()[1]}")
-            time.sleep(0.1)
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(30)
-
-
-def _answers(path: Path) -> bool:
-    import socket
-
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 @pytest.fixture
@@ -227,7 +177,7 @@ def test_the_mcp_server_answers_on_the_socket_too(tmp_path: Path) -> None:
     assert path is not None
     try:
         deadline = time.monotonic() + 120
-        while not _answers(path):
+        while not answers(path):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.1)
         assert recall(db)["via"] == "resident"
