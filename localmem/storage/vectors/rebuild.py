@@ -260,7 +260,7 @@ def switch(conn: Conn, build: Build) -> bool:
     conn.execute("PRAGMA legacy_alter_table = ON")
     try:
         for table in LIVE:
-            conn.execute(f"DROP TABLE {table}")  # their own triggers go with them
+            conn.execute(f"DROP TABLE IF EXISTS {table}")  # their own triggers go with them
         for name in _next_triggers(conn):
             conn.execute(f'DROP TRIGGER "{name}"')
         for table in LIVE:
