@@ -53,6 +53,7 @@ class Report:
     units: int  # turns and extracted cues in the store (one model pass each)
     embedded: int  # of those, embedded by this run
     seconds: float
+    switch_seconds: float = 0.0  # the switch's transaction (the write lock held), the last attempt
 
     @property
     def rate(self) -> float:
@@ -76,10 +77,14 @@ def reembed(store: Store, embedder: Embedder, *, batch: int = BATCH, on_batch: O
     build, resumed = store.retrying(lambda: _in_transaction(store, lambda: _begin(conn, embedder)))
     total, done = rebuild.sizes(conn)
     progress = _Counter(done, total, on_batch)
+    switch = 0.0
     for _ in range(MAX_PASSES):
         for stale in (False, True):
             _sweep(store, embedder, build, batch, stale, progress)
-        if store.retrying(lambda: _in_transaction(store, lambda: rebuild.switch(conn, build))):
+        t0 = time.monotonic()
+        done = store.retrying(lambda: _in_transaction(store, lambda: rebuild.switch(conn, build)))
+        switch = time.monotonic() - t0
+        if done:
             break
         if rebuild.current(conn) != build:
             raise StoreError(f"{store.path}: the reembed to {build.embedder_id!r} was discarded by another process")
@@ -90,7 +95,9 @@ def reembed(store: Store, embedder: Embedder, *, batch: int = BATCH, on_batch: O
     store.embedder = embedder
     store.forget_mirrors()  # this process's mirrors hold the old vectors' codes
     seconds = time.monotonic() - start
-    return Report(embedder.model_id, embedder.dim, previous, True, resumed, total, progress.embedded, seconds)
+    return Report(
+        embedder.model_id, embedder.dim, previous, True, resumed, total, progress.embedded, seconds, round(switch, 3)
+    )
 
 
 def discard(store: Store) -> str | None:
