@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
-from pathlib import Path
 
 from localmem.models import onnx_folder
 from localmem.models.embedding import _packaged_onnx, minilm_tokenizer
