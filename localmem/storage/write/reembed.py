@@ -82,9 +82,9 @@ def reembed(store: Store, embedder: Embedder, *, batch: int = BATCH, on_batch: O
         for stale in (False, True):
             _sweep(store, embedder, build, batch, stale, progress)
         t0 = time.monotonic()
-        done = store.retrying(lambda: _in_transaction(store, lambda: rebuild.switch(conn, build)))
+        switched = store.retrying(lambda: _in_transaction(store, lambda: rebuild.switch(conn, build)))
         switch = time.monotonic() - t0
-        if done:
+        if switched:
             break
         if rebuild.current(conn) != build:
             raise StoreError(f"{store.path}: the reembed to {build.embedder_id!r} was discarded by another process")
