@@ -4,7 +4,8 @@
 Invariants:
 - ``localmem.open()``, the CLI and the MCP server all open through ``open_store``: the
   same settings (file < environment < explicit arguments), the same embedder resolved
-  by ``localmem.models.registry`` (``LOCALMEM_EMBEDDER`` means the same thing for all),
+  by ``localmem.models.registry`` (``LOCALMEM_EMBEDDER`` means the same thing for all;
+  left at "default", the embedder the store records, so a reembedded store just works),
   the same generator resolution (``generator``);
 - ``Memory`` adds the read path to the store without the store knowing about it: the
   storage layer never imports retrieval.
@@ -39,9 +40,12 @@ def open_store(
     Another process creating or migrating the same file at the same moment can hold the
     lock that switching to WAL needs past the busy timeout: opening is retried then."""
     emb = embedder or registry.embedder_for(settings)
+    # The embedder setting left at "default" follows the store: a store moved to another
+    # embedder by `localmem reembed` is read with that one (storage/write/binding).
+    follow = registry.default_embedder if embedder is None and settings.embedder in ("", "default") else None
     for i in range(attempts):
         try:
-            return Store(settings.db, embedder=emb, settings=settings, rebind=rebind)
+            return Store(settings.db, embedder=emb, settings=settings, rebind=rebind, follow=follow)
         except (apsw.BusyError, apsw.LockedError):
             if i == attempts - 1:
                 raise

@@ -94,6 +94,18 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command("reindex", "re-embed everything with the configured embedder", "memory", "add_reindex"),
     Command(
+        "reembed",
+        "embed every turn and cue again with another embedder, reads working throughout",
+        "reembed",
+        "add_reembed",
+    ),
+    Command(
+        "models",
+        "list the embedders localmem can use, and those found in Ollama's and LM Studio's folders",
+        "models",
+        "add_models",
+    ),
+    Command(
         "sync", "share this memory with your other devices through a folder a sync tool carries", "sync", "add_sync"
     ),
     Command("demo", "ingest the bundled sample conversation and answer a question from it", "memory", "add_demo"),

@@ -87,6 +87,7 @@ class OnnxMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask."""
 
     model_id = "all-MiniLM-L6-v2-onnx-int8"
+    spec: str | None = None  # how the registry loads it again (set by the registry), recorded by a store
     dim = 384
 
     def __init__(

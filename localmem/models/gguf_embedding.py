@@ -61,6 +61,7 @@ class GGUFEmbedder:
 
     model_id: str
     dim: int
+    spec: str | None = None  # how the registry loads it again (set by the registry), recorded by a store
 
     def __init__(
         self,

@@ -306,6 +306,15 @@ CREATE TABLE recall_turns (
     PRIMARY KEY (call_id, turn_id)
 ) STRICT, WITHOUT ROWID;
 
+-- table reembed on reembed
+CREATE TABLE reembed (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),   -- at most one build at a time
+    embedder_id TEXT NOT NULL,                        -- the embedder writing the *_next tables
+    dim         INTEGER NOT NULL CHECK (dim > 0),
+    spec        TEXT,                                 -- how to load it again; NULL: it cannot be named
+    started_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%S', 'now'))
+) STRICT;
+
 -- table sessions on sessions
 CREATE TABLE sessions (
     id         INTEGER PRIMARY KEY,

@@ -171,7 +171,10 @@ class _Negated(HashEmbedder):
 
 def test_reindex_by_another_process_reloads_the_vectors(tmp_path: Path, garden_sessions: list[SessionIn]) -> None:
     path = tmp_path / "m.db"
-    a = _open(path)
+    # a store that follows its record loads the new embedder (a fixed one here would be refused)
+    a = Store(
+        path, embedder=HashEmbedder(), settings=Settings(db=path), follow=lambda _spec: _Negated(model_id="negated")
+    )
     a.write_sessions(garden_sessions)
     tm = a.turn_mirror()
     old = tm.vectors(a.conn, np.arange(len(tm.ids)))
@@ -192,6 +195,6 @@ def test_reindex_to_another_dimension_is_a_clear_error(tmp_path: Path, garden_se
     other = _open(path, HashEmbedder(dim=32, model_id="small"), rebind=True)
     other.reindex()
     other.close()
-    with pytest.raises(EmbedderMismatch, match="another embedder"):
+    with pytest.raises(EmbedderMismatch, match="holds vectors of embedder 'small' \\(32-d\\)"):
         a.turn_mirror()
     a.close()

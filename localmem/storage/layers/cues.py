@@ -28,7 +28,7 @@ from localmem.storage.engine import db
 from localmem.storage.engine.inlist import marks
 from localmem.storage.layers import calls
 from localmem.storage.layers.queue import Job, finish, record_failure
-from localmem.storage.write import changes
+from localmem.storage.write import binding, changes
 from localmem.storage.write.changes import CueWrite, EnrichmentWrite
 from localmem.storage.write.graph import link_semantic
 from localmem.storage.write.jobs import ANTECEDENT, enqueue
@@ -95,6 +95,9 @@ def commit_extractions(
     conn = store.conn
     out: dict[int, str] = {}
     with db.transaction(conn):
+        if any(r.vectors is not None and len(r.vectors) for r in results):
+            # embedded before a reembed switched the store: refused, and the worker tries again
+            binding.check_write(conn, store.embedder)
         calls.write(conn, records)
         for r in results:
             if r.error:

@@ -33,8 +33,8 @@ from localmem.records import SessionIn
 from localmem.storage.engine import db
 from localmem.storage.sync import log as sync_log
 from localmem.storage.sync import state as sync_state
+from localmem.storage.write import binding, forgets
 from localmem.storage.write import changes as door
-from localmem.storage.write import forgets
 from localmem.storage.write.graph import link_semantic
 from localmem.storage.write.store import Store
 from localmem.storage.write.vectorize import turn_doc
@@ -120,6 +120,8 @@ def commit_segment(store: Store, f: FoldedFile, incoming: Incoming) -> Counts:
     def commit() -> Counts:
         out = Counts()
         with db.transaction(conn):
+            if cues:  # embedded before a reembed switched the store? refused, folded again next pass
+                binding.check_write(conn, store.embedder)
             if incoming.forgets:
                 forgets.mark_forgotten(conn, incoming.forgets)
                 out.forgotten += door.forget(conn, incoming.forgets, origin=f.device)
@@ -146,6 +148,8 @@ def commit_pending(store: Store, device: str, derived: Sequence[Derived], rows: 
     def commit() -> Counts:
         out = Counts()
         with db.transaction(conn):
+            if cues:
+                binding.check_write(conn, store.embedder)
             sync_log.drop_pending(conn, list(rows))
             _apply_derived(store, device, derived, cues, out)
         return out

@@ -62,6 +62,11 @@ class Mirrors:
         if self._tentative:
             self._stale, self._tentative = True, False
 
+    @property
+    def depth(self) -> int:
+        """How many ``snapshot()`` blocks are open (1: the outermost)."""
+        return self._depth
+
     def clear(self) -> None:
         """Forget both mirrors (the next view reloads them)."""
         self._view, self._epochs = None, None

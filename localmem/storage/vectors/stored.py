@@ -107,5 +107,5 @@ def mean_vector(conn: Conn, table: str, dim: int) -> np.ndarray:
 def mismatch(dim: int) -> EmbedderMismatch:
     return EmbedderMismatch(
         f"the stored vectors are not {dim}-d: another process re-embedded the store with "
-        "another embedder (reindex); open it again with that embedder"
+        "another embedder (reembed, reindex); open it again with that embedder"
     )

@@ -12,16 +12,18 @@ Invariants:
 - content is identified by a hash, so writing the same turns again writes nothing
   (no journal row either);
 - model calls (embedding) happen before the transaction opens, never inside it;
-- vectors of two embedding models are never mixed: the model id and dimension are
-  recorded on first use, and opening with another embedder raises
-  ``EmbedderMismatch`` until ``reindex`` re-embeds everything.
+- vectors of two embedding models are never mixed: the model id, dimension and spec
+  are recorded on first use; opening with another embedder raises ``EmbedderMismatch``
+  (or, with ``follow``, loads the recorded one), and every read snapshot and every write
+  of vectors checks the record again, since ``reembed`` may switch it meanwhile
+  (``write/binding``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,15 +31,16 @@ from typing import Any, TypeVar
 import numpy as np
 
 from localmem.config import RetrievalParams, Settings
-from localmem.errors import EmbedderMismatch, InputError
+from localmem.errors import InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
 from localmem.storage.engine import db
 from localmem.storage.engine.inlist import rows_in
 from localmem.storage.engine.retry import Patience
+from localmem.storage.vectors import rebuild
 from localmem.storage.vectors.mirrors import Mirrors, MirrorView
 from localmem.storage.vectors.table_mirror import TurnMirror, VectorMirror
-from localmem.storage.write import changes, forgets, injections, rows
+from localmem.storage.write import binding, changes, forgets, injections, rows
 from localmem.storage.write.graph import link_semantic
 from localmem.storage.write.pipeline import pipelined
 from localmem.storage.write.prepare import Prepared, Staged, injected_candidates, prepare_all, session_fields, title
@@ -62,8 +65,11 @@ class Store:
         settings: Settings | None = None,
         *,
         rebind: bool = False,
+        follow: binding.Loader | None = None,
     ) -> None:
-        """``rebind=True`` opens a store built with another embedder, for ``reindex``."""
+        """``rebind=True`` opens a store built with another embedder, for ``reindex`` and
+        ``reembed``. ``follow``: load the embedder the store records (by its spec) instead
+        of refusing when it is not ``embedder`` (``write/binding``)."""
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
         self.settings = settings or Settings(db=self.path)
         self.conn = db.connect(path)
@@ -71,6 +77,8 @@ class Store:
         if embedder is None:
             embedder = OnnxMiniLM()
         self.embedder = embedder
+        self._follow = follow
+        self._rebind = rebind
         self._mirrors = Mirrors(self.conn, lambda: self.embedder.dim)
         if not rebind:
             self._bind_embedder()
@@ -78,12 +86,31 @@ class Store:
     def snapshot(self) -> AbstractContextManager[None]:
         """A consistent read: every query on ``conn`` inside, and the vector mirrors,
         see one commit, whatever other processes write or forget meanwhile. Re-entrant;
-        inside a write transaction it reads that transaction's view."""
-        return self._mirrors.snapshot()
+        inside a write transaction it reads that transaction's view. The outermost one
+        first checks, in that view, that the store's vectors are still this embedder's
+        (a ``reembed`` may have switched them): a following store loads the new one."""
+        return self._checked_snapshot()
+
+    @contextmanager
+    def _checked_snapshot(self) -> Iterator[None]:
+        with self._mirrors.snapshot():
+            if self._mirrors.depth == 1 and not self._rebind:
+                self._recheck()
+            yield
+
+    def _recheck(self) -> None:
+        # One indexed row per read; its first read also fixes the snapshot's view.
+        if not binding.matches(rebuild.recorded(self.conn), self.embedder):
+            self.embedder = binding.resolve(self.conn, self.path, self.embedder, self._follow)
 
     def mirrors(self) -> MirrorView:
         """Both vector mirrors as of one commit: the current snapshot's, or the newest."""
-        return self._mirrors.view()
+        with self.snapshot():  # outside one: a one-off snapshot, checked like any read
+            return self._mirrors.view()
+
+    def forget_mirrors(self) -> None:
+        """Drop this process's mirrors (the next read loads them again)."""
+        self._mirrors.clear()
 
     def mirror(self, table: str) -> VectorMirror:
         """The in-memory mirror of the ``cue`` or ``turn`` vectors (see :meth:`mirrors`)."""
@@ -113,24 +140,16 @@ class Store:
         return None if row is None else str(row[0])
 
     def _bind_embedder(self) -> None:
-        stored = self.meta("embedder_id")
-        if stored is None:
+        if self.meta("embedder_id") is None:
             with db.transaction(self.conn):
                 if self.meta("embedder_id") is None:
                     db.create_vector_tables(self.conn, self.embedder.dim)
                     self._set_embedder_meta()
-            return
-        if stored != self.embedder.model_id or int(self.meta("embedder_dim") or 0) != self.embedder.dim:
-            raise EmbedderMismatch(
-                f"{self.path} holds vectors of embedder {stored!r} ({self.meta('embedder_dim')}-d); "
-                f"it was opened with {self.embedder.model_id!r} ({self.embedder.dim}-d). "
-                "Open it with the original embedder, or run `localmem reindex` to re-embed "
-                "everything with the new one."
-            )
+                    return
+        self.embedder = binding.resolve(self.conn, self.path, self.embedder, self._follow)
 
     def _set_embedder_meta(self) -> None:
-        for key, value in (("embedder_id", self.embedder.model_id), ("embedder_dim", str(self.embedder.dim))):
-            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+        rebuild.record_embedder(self.conn, self.embedder.model_id, self.embedder.dim, binding.spec_of(self.embedder))
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Re-embed every turn and cue with this store's embedder (after a model change)."""
@@ -166,7 +185,7 @@ class Store:
                 self._insert_vectors("cue_vec", "cue_id", cue_ids, cv)
 
         self.retrying(swap)
-        self._mirrors.clear()  # same ids, new vectors: mirrors must be rebuilt
+        self.forget_mirrors()  # same ids, new vectors: mirrors must be rebuilt
         return len(turns)
 
     def _insert_vectors(self, table: str, col: str, ids: Sequence[int], vecs: np.ndarray) -> None:
@@ -235,10 +254,21 @@ class Store:
             with db.transaction(self.conn):
                 return self.write_staged(staged, vectors, origin)
 
-        return self.retrying(commit) if staged.sessions else []
+        if not staged.sessions:
+            return []
+        for _ in range(3):
+            try:
+                return self.retrying(commit)
+            except binding.EmbedderSwitched:  # a reembed switched the store: embed with its new embedder
+                self.embedder = binding.resolve(self.conn, self.path, self.embedder, self._follow)
+                self._mirrors.clear()
+                vectors = self.embed(staged.fresh)
+        return self.retrying(commit)
 
     def write_staged(self, staged: Staged, vectors: Vectors, origin: str | None = None) -> list[WriteResult]:
         """Write staged sessions (``stage``, ``embed``) inside the caller's write transaction."""
+        if staged.fresh:
+            binding.check_write(self.conn, self.embedder)
         results: list[WriteResult] = []
         new_ids: list[int] = []
         for sess, ps in staged.sessions:
