@@ -484,3 +484,16 @@ def test_sql_finder_leaves_storage_docstrings_and_prose_alone(tmp_path: Path) ->
         },
     )
     assert sql_leaks(tmp_path, ("localmem",)) == []
+
+
+def test_bound_marks_are_written_in_one_place() -> None:
+    """``?,?,…`` lists come from ``storage.engine.inlist`` (which also cuts long lists);
+    a hand-written one elsewhere is how unbounded IN lists came back before."""
+    pattern = re.compile(r"""["']\s*,\s*["']\s*\.join\(\s*["']\?["']""")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "localmem").rglob("*.py"))
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if pattern.search(line)
+    ]
+    assert found == ["localmem/storage/engine/inlist.py:24"], found

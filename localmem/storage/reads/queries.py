@@ -6,6 +6,7 @@ mirrors (``localmem/storage/vectors/mirrors.py``, ``vectors.py``). bm25 scores a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -269,11 +270,12 @@ def latest_project_turns(conn: Conn, project: ProjectScope, exclude_key: str, li
     ids = project_sessions(conn, project)
     if not ids:
         return []
-    marks = ",".join("?" * len(ids))
+    # one JSON parameter: a project may have more sessions than a statement can bind
     row = conn.execute(
-        f"SELECT s.id FROM sessions s JOIN turns t ON t.session_id = s.id WHERE s.id IN ({marks}) AND s.key != ? "
+        "SELECT s.id FROM sessions s JOIN turns t ON t.session_id = s.id "
+        "WHERE s.id IN (SELECT value FROM json_each(?)) AND s.key != ? "
         "GROUP BY s.id ORDER BY max(coalesce(t.ts, s.started_at, '')) DESC, s.id DESC LIMIT 1",
-        (*ids, exclude_key),
+        (json.dumps([int(i) for i in ids]), exclude_key),
     ).fetchone()
     if row is None:
         return []

@@ -18,8 +18,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from localmem.storage.engine.db import Conn
-
-CHUNK = 500
+from localmem.storage.engine.inlist import chunks, marks
 
 
 class _Hashed(Protocol):
@@ -46,15 +45,6 @@ class ChangeRow:
     model: str | None
     data: str | None
     at: float
-
-
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for at in range(0, len(items), CHUNK):
-        yield items[at : at + CHUNK]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 # -- this device ------------------------------------------------------------------------
@@ -101,10 +91,10 @@ def newest_seq(conn: Conn) -> int:
 def turn_payloads(conn: Conn, hashes: Sequence[str]) -> dict[str, dict[str, Any]]:
     """What another device needs to write each stored turn again with the same hash."""
     out: dict[str, dict[str, Any]] = {}
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
+    for chunk in chunks(hashes):
         for r in conn.execute(
             "SELECT t.hash, s.source, s.key, s.title, s.started_at, t.ord, t.speaker, t.role, t.text, t.ts, "
-            f"t.source_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.hash IN ({_marks(len(chunk))})",
+            f"t.source_id FROM turns t JOIN sessions s ON s.id = t.session_id WHERE t.hash IN ({marks(len(chunk))})",
             chunk,
         ):
             out[str(r[0])] = {
@@ -131,8 +121,8 @@ def session_exists(conn: Conn, source: str, key: str) -> bool:
 
 def turn_ids(conn: Conn, hashes: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(hashes))):
-        sql = f"SELECT hash, id FROM turns WHERE hash IN ({_marks(len(chunk))})"
+    for chunk in chunks(hashes):
+        sql = f"SELECT hash, id FROM turns WHERE hash IN ({marks(len(chunk))})"
         out.update((str(r[0]), int(r[1])) for r in conn.execute(sql, chunk))
     return out
 
@@ -140,8 +130,8 @@ def turn_ids(conn: Conn, hashes: Iterable[str]) -> dict[str, int]:
 def turn_docs(conn: Conn, ids: Iterable[int]) -> dict[int, tuple[str, str | None]]:
     """(speaker, ts) of each turn id, for the text an extracted cue is indexed with."""
     out: dict[int, tuple[str, str | None]] = {}
-    for chunk in _chunks(list(dict.fromkeys(ids))):
-        sql = f"SELECT id, speaker, ts FROM turns WHERE id IN ({_marks(len(chunk))})"
+    for chunk in chunks(ids):
+        sql = f"SELECT id, speaker, ts FROM turns WHERE id IN ({marks(len(chunk))})"
         out.update((int(r[0]), (str(r[1]), r[2])) for r in conn.execute(sql, chunk))
     return out
 
@@ -169,8 +159,8 @@ def topic_of(conn: Conn, key: str) -> tuple[int, str] | None:
 
 def topic_ids(conn: Conn, keys: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for chunk in _chunks(list(dict.fromkeys(keys))):
-        sql = f"SELECT key, id FROM topics WHERE key IN ({_marks(len(chunk))})"
+    for chunk in chunks(keys):
+        sql = f"SELECT key, id FROM topics WHERE key IN ({marks(len(chunk))})"
         out.update((str(r[0]), int(r[1])) for r in conn.execute(sql, chunk))
     return out
 
