@@ -334,6 +334,7 @@ def test_agent_sessions_filter_by_project_and_show_it(browser: Any, tmp_path: Pa
     try:
         login(browser, srv)
         browser.get(f"{srv.base}/#/find")
+        until(browser, lambda d: len(css(d, "#f-project option")) > 1)  # the facets arrive after the page
         projects = [o.get_attribute("value") for o in css(browser, "#f-project option")][1:]
         assert projects == ["/home/me/code/blog", "/home/me/code/shop"]
         browser.find_element("css selector", "#f-project option[value='/home/me/code/shop']").click()
