@@ -36,6 +36,7 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.hooks.events import CLIENT_EVENTS, CLIENTS
+from localmem.ingest.capture import agent_home
 
 TIMEOUTS = {"session-start": 10, "prompt": 5, "stop": 60, "pre-compact": 60, "session-end": 60}
 MARK = "localmem.hooks"  # with "--client <client>": how our commands are known
@@ -44,14 +45,8 @@ MARK = "localmem.hooks"  # with "--client <client>": how our commands are known
 def settings_path(client: str, home: Path | None = None, env: dict[str, str] | None = None) -> Path:
     home = home or Path.home()
     env = dict(os.environ) if env is None else env
-    if client == "claude-code":
-        base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-        return base / "settings.json"
-    if client == "codex":
-        base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
-        return base / "hooks.json"
-    if client == "gemini":
-        return home / ".gemini" / "settings.json"
+    if client in CLIENTS:
+        return agent_home(client, env, home) / ("hooks.json" if client == "codex" else "settings.json")
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
 
 

@@ -97,20 +97,29 @@ class Location:
         return [p for *_, p in sorted(found)]
 
 
+# Each terminal agent's own folder (its settings and its session logs live under it), and
+# the variable that moves it.
+AGENT_HOMES = {
+    "claude-code": ("CLAUDE_CONFIG_DIR", ".claude"),
+    "codex": ("CODEX_HOME", ".codex"),
+    "gemini": (None, ".gemini"),
+}
+
+
+def agent_home(client: str, env: Mapping[str, str], home: Path) -> Path:
+    """The folder of a terminal agent (``AGENT_HOMES``): its variable when set, else under ``home``."""
+    var, folder = AGENT_HOMES[client]
+    return Path(env[var]).expanduser() if var and env.get(var) else home / folder
+
+
 def default_root(
     client: str, env: Mapping[str, str] | None = None, home: Path | None = None, platform: str = sys.platform
 ) -> Path:
     """Where ``client`` keeps its session logs (module docstring; for vscode its ``User`` folder)."""
     env = os.environ if env is None else env
     home = home or Path.home()
-    if client == "claude-code":
-        base = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
-        return base / "projects"
-    if client == "codex":
-        base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
-        return base / "sessions"
-    if client == "gemini":
-        return home / ".gemini" / "tmp"
+    if client in AGENT_HOMES:
+        return agent_home(client, env, home) / {"claude-code": "projects", "codex": "sessions", "gemini": "tmp"}[client]
     if client == "vscode":
         if env.get("VSCODE_PORTABLE"):
             return Path(env["VSCODE_PORTABLE"]).expanduser() / "user-data" / "User"
