@@ -27,7 +27,7 @@ from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
 from localmem.storage.layers import recalls
 from tests.helpers.hooks import CWD, SESSION, cli, context_of, hook
-from tests.helpers.resident import HEAVY, Server
+from tests.helpers.resident import HEAVY, Server, answers
 
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
 ASK = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
@@ -68,12 +68,7 @@ def daemons(db: Path) -> list[int]:
 def served(db: Path) -> bool:
     path = wire.socket_path(db)
     assert path is not None
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        try:
-            s.connect(str(path))
-        except OSError:
-            return False
-    return True
+    return answers(path)
 
 
 def wait_for(what: object, seconds: float = 120) -> None:
