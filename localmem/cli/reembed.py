@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from localmem.cli.common import Subparsers, open_patient, print_json
 from localmem.config import Settings
 from localmem.models.registry import default_embedder
+from localmem.storage.engine import compact
 from localmem.storage.write import reembed
+from localmem.storage.write.store import Store
 from localmem.util.progress import Progress
 
 HELP = "embed every turn and cue again with another embedder, reads working throughout"
@@ -36,6 +39,12 @@ def add_reembed(sub: Subparsers) -> None:
     )
     c.add_argument("--batch", type=int, default=reembed.BATCH, help=f"turns per transaction (default {reembed.BATCH})")
     c.add_argument("--discard", action="store_true", help="drop an unfinished reembed's tables instead, and stop")
+    c.add_argument(
+        "--compact",
+        action="store_true",
+        help="afterwards, rebuild the file without the old vectors' free pages (VACUUM: the file shrinks by about "
+        "their size; needs that much free disk while it runs, and no other process using the store)",
+    )
     c.add_argument("--json", action="store_true", help="print a JSON summary")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.add_argument(
@@ -66,8 +75,9 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
                     bar.advance(done - base[0] - bar.done)
 
             report = reembed.reembed(store, target, batch=max(1, args.batch), on_batch=on_batch)
+        shrunk = _compact(store, settings) if args.compact else None
     if args.json:
-        print_json(report.as_dict())
+        print_json(report.as_dict() | ({"compact": shrunk} if shrunk is not None else {}))
     elif not report.switched:
         print(f"the store already uses {report.embedder}; nothing to do", file=sys.stderr)
     else:
@@ -77,4 +87,24 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
             + (", resumed" if report.resumed else "")
             + f"; the store now uses it (was {report.previous})"
         )
-    return 0
+    if shrunk is not None and not args.json:
+        if shrunk["done"]:
+            print(f"compacted the file: {_mb(shrunk['bytes_before'])} -> {_mb(shrunk['bytes_after'])}")
+        else:
+            print(
+                f"localmem: could not compact the file ({shrunk['why']}); the reembed stands. "
+                "Stop the other localmem processes using the store and run `localmem reembed --compact` again",
+                file=sys.stderr,
+            )
+    return 1 if shrunk is not None and not shrunk["done"] else 0
+
+
+def _compact(store: Store, settings: Settings) -> dict[str, Any]:
+    """VACUUM the store (``storage/engine/compact``): the file's size before and after, or why not."""
+    before = settings.db.stat().st_size
+    why = compact.rebuild(store.conn)
+    return {"done": not why, "why": why, "bytes_before": before, "bytes_after": settings.db.stat().st_size}
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"

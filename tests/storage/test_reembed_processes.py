@@ -206,3 +206,16 @@ def test_afterwards_another_embedder_is_refused_and_the_default_setting_follows(
     assert json.loads(followed.stdout)["turns"]
     stats = json.loads(run("stats", "--json", db=db).stdout)
     assert stats["embedder"].startswith("negated-words@")
+
+
+def test_compact_gives_the_old_vectors_pages_back(base: Path, other: Path, tmp_path: Path) -> None:
+    plain, packed = _copy(base, tmp_path / "plain.db"), _copy(base, tmp_path / "packed.db")
+    run("reembed", "--model", str(other), db=plain)
+    report = json.loads(run("reembed", "--model", str(other), "--compact", "--json", db=packed).stdout)
+    shrunk = report["compact"]
+    assert shrunk["done"] is True and shrunk["why"] == ""
+    assert shrunk["bytes_after"] == packed.stat().st_size < plain.stat().st_size
+    assert shrunk["bytes_after"] < shrunk["bytes_before"]
+    assert _answers(packed) == _answers(plain)  # the same store, only smaller
+    again = json.loads(run("reembed", "--model", str(other), "--compact", "--json", db=packed).stdout)
+    assert again["switched"] is False and again["compact"]["done"] is True  # a later run can compact alone

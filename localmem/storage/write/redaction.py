@@ -38,9 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
-from localmem.storage.engine import db
+from localmem.storage.engine import compact, db
 from localmem.storage.engine.db import Conn
 from localmem.storage.engine.inlist import rows_in
 from localmem.storage.write.rewrite import Rewrite, rewrite_turns
@@ -190,9 +188,5 @@ def _compact(conn: Conn, out: Applied) -> None:
     with db.transaction(conn):
         for table in ("turns_fts", "cues_fts", "extracted_cues_fts"):
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-    try:
-        conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        out.vacuumed = True
-    except apsw.Error as exc:  # busy or locked by another process: the redaction itself stands
-        out.not_vacuumed = f"{type(exc).__name__}: {exc}"
+    out.not_vacuumed = compact.rebuild(conn)  # refused (another process holds the store): the redaction stands
+    out.vacuumed = not out.not_vacuumed
