@@ -31,7 +31,9 @@ from localmem.sync.keys import Keyring
 NAMES = ["laptop", "desktop", "work"]
 
 
-def _chat_file(path: Path, device: str, sessions: int, per: int) -> int:
+def chat_file(path: Path, device: str, sessions: int, per: int) -> int:
+    """A chat log of ``sessions`` x ``per`` turns of ``device`` (JSON Lines ``localmem ingest`` reads);
+    the number of turns."""
     with path.open("w", encoding="utf-8") as f:
         for s in range(sessions):
             for t in range(per):
@@ -98,7 +100,7 @@ async def _scenario(workdir: Path, daemons: list[Daemon], turns: int, timeout_s:
         async def device(i: int) -> None:
             d = daemons[i]
             chats = workdir / d.name / "chats.jsonl"
-            ingested = _chat_file(chats, d.name, per_device // 20, 10)
+            ingested = chat_file(chats, d.name, per_device // 20, 10)
             ingest = await anyio.run_process(
                 localmem_cmd(dbs[i], "ingest", str(chats)),
                 env=child_env(),

@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from localmem.bench.sync_bench import chat_file
 from localmem.config import Settings
 from localmem.memory import open_store
 from localmem.storage.bench import sync_checks
@@ -153,19 +154,6 @@ def _cli(db: Path, *args: str) -> None:
         raise RuntimeError(f"localmem {' '.join(args)} failed: {done.stderr[-2000:]}")
 
 
-def _chats(path: Path, device: str, sessions: int = 3, per: int = 6) -> None:
-    with path.open("w", encoding="utf-8") as f:
-        for s in range(sessions):
-            for t in range(per):
-                row = {
-                    "session": f"{device}-chat-{s}",
-                    "speaker": "Ana" if t % 2 == 0 else "Assistant",
-                    "text": f"On {device}, chat {s}, message {t}: the plan for the trip to city {s * 7 + t}.",
-                    "timestamp": f"2024-05-{1 + s:02d}T10:{t:02d}:00",
-                }
-                f.write(json.dumps(row) + "\n")
-
-
 def run(workdir: Path) -> dict[str, Any]:
     """Devices A and B ingest and sync; then A ingests more, forgets a session B has
     folded and derives a cue on some turns (through the door, as enrichment would), and
@@ -175,17 +163,17 @@ def run(workdir: Path) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     a, b = workdir / "a.db", workdir / "b.db"
     for db, name in ((a, "laptop"), (b, "desktop")):
-        _chats(workdir / f"{name}.jsonl", name)
+        chat_file(workdir / f"{name}.jsonl", name, 3, 6)
         _cli(db, "ingest", str(workdir / f"{name}.jsonl"))
     _cli(a, "sync", str(folder))
     _cli(b, "sync", str(folder))  # B's first pass: the walk below is a steady-state one
-    _chats(workdir / "more.jsonl", "laptop-again", sessions=2)
+    chat_file(workdir / "more.jsonl", "laptop-again", 2, 6)
     _cli(a, "ingest", str(workdir / "more.jsonl"))
     _cli(a, "forget", "--session", "laptop-chat-0")
     with open_store(Settings(db=a)) as store:
         sync_checks.bench_derive(store.conn, "walk-model", n=40)
     _cli(a, "sync", str(folder))
-    _chats(workdir / "more-b.jsonl", "desktop-again", sessions=2)
+    chat_file(workdir / "more-b.jsonl", "desktop-again", 2, 6)
     _cli(b, "ingest", str(workdir / "more-b.jsonl"))
     walk = Walk()
     printed = io.StringIO()
