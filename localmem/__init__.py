@@ -3,19 +3,21 @@
 ``localmem.open(path)`` returns a ``Memory``: write turns, reconstruct the context that
 answers a question, forget. Everything lives in one SQLite file.
 
-``Memory``, ``open``, ``Embedder`` and the records are resolved on first use (PEP 562): every
-``import localmem.<module>`` runs this file first, and a process that needs only a light
-module (``localmem --help``, a query answered by a resident server, the hook entry point)
-must not pay for numpy, SQLite and the read path (docs/architecture.md, "Start-up").
+``Memory``, ``open``, ``Embedder``, ``Settings`` and the records are resolved on first use
+(PEP 562): every ``import localmem.<module>`` runs this file first, and a process that needs
+only a light module (``localmem --help``, a query answered by a resident server, the hook
+entry point) must not pay for numpy, SQLite and the read path, nor, for the fast entry
+(``localmem.resident.quick``), for the settings (typing, dataclasses, platformdirs, tomllib:
+~35 ms) (docs/architecture.md, "Start-up").
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from localmem.config import Settings
-
+TYPE_CHECKING = False  # typing itself costs ~3 ms of the fast entry; type checkers take the branch
 if TYPE_CHECKING:  # what the lazy names are, for type checkers; at run time __getattr__ loads them
+    from typing import Any
+
+    from localmem.config import Settings
     from localmem.memory import Memory
     from localmem.memory import open_memory as open
     from localmem.models.embedding import Embedder
@@ -43,6 +45,11 @@ def __getattr__(name: str) -> Any:
         from localmem.memory import Memory, open_memory
 
         value: Any = Memory if name == "Memory" else open_memory
+    elif name == "Settings":
+        # lazy: the settings' module loads typing, dataclasses, platformdirs and tomllib
+        from localmem.config import Settings
+
+        value = Settings
     elif name == "Embedder":
         # lazy: its module loads numpy
         from localmem.models.embedding import Embedder

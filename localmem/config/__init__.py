@@ -58,13 +58,16 @@ __all__ = [
     "default_db_path",
     "env_name",
     "load_settings",
+    "settings_from",
 ]
 
 ENV_PREFIX = "LOCALMEM_"
 
 
-def config_file() -> Path:
-    env = os.environ.get("LOCALMEM_CONFIG")
+def config_file(environ: Mapping[str, str] | None = None) -> Path:
+    """The config file: ``$LOCALMEM_CONFIG`` (of ``environ``, default this process's
+    environment), else ``config.toml`` in the user config dir."""
+    env = (os.environ if environ is None else environ).get("LOCALMEM_CONFIG")
     return Path(env) if env else Path(platformdirs.user_config_dir(APP)) / "config.toml"
 
 
@@ -98,12 +101,19 @@ def env_name(key: str) -> str:
 def load_settings(**overrides: Any) -> Settings:
     """Defaults < config file < environment < ``overrides`` (``None``: not given; a
     section may be given as its dataclass or a mapping of its keys), checked once."""
+    return settings_from(os.environ, **overrides)
+
+
+def settings_from(environ: Mapping[str, str], **overrides: Any) -> Settings:
+    """:func:`load_settings` with the ``LOCALMEM_*`` variables of ``environ`` in place of this
+    process's: a resident process loads a caller's settings so (``localmem.cli.served``).
+    The user folders (platformdirs) are still this process's."""
     values: dict[str, dict[str, Any]] = {"": {}, **{s: {} for s in SECTIONS}}
     sources: dict[str, str] = {}
-    path = config_file()
+    path = config_file(environ)
     if path.is_file():
         _layer(values, sources, _read_file(path), str(path), text=False)
-    _layer(values, sources, _from_env(), "", text=True)
+    _layer(values, sources, _from_env(environ), "", text=True)
     given: dict[str, Any] = {}
     for key, value in overrides.items():
         if value is None:
@@ -129,13 +139,13 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read config: {exc}") from exc
 
 
-def _from_env() -> dict[str, Any]:
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The ``LOCALMEM_*`` variables that are settings, as a nested mapping of
     ``(variable, raw string)`` pairs, so errors name the variable. Other ``LOCALMEM_*`` variables
     (``LOCALMEM_CONFIG``, the MCP token, ...) are not settings and are left alone, but a
     ``LOCALMEM_RETRIEVAL_*`` / ``LOCALMEM_CABLE_*`` one must name a key of its section."""
     out: dict[str, Any] = {}
-    for name, raw in sorted(os.environ.items()):
+    for name, raw in sorted(environ.items()):
         if not name.startswith(ENV_PREFIX) or raw == "":
             continue
         for f in fields(Settings):
