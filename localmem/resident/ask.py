@@ -33,10 +33,12 @@ def context(settings: Settings, query: Query) -> tuple[dict[str, Any], Via]:
     return context_here(settings, query), "in-process"
 
 
-def absolute_project(query: Query) -> Query:
-    """``query`` with a ``project:PATH`` scope's path absolute (``~`` expanded)."""
+def absolute_project(query: Query, cwd: str | None = None) -> Query:
+    """``query`` with a ``project:PATH`` scope's path absolute (``~`` expanded), against
+    ``cwd`` (default: this process's folder; a resident process passes its caller's)."""
     scope = query.scope
     if scope is None or not scope.startswith(PROJECT_PREFIX) or not scope[len(PROJECT_PREFIX) :].strip():
         return query
-    path = os.path.abspath(os.path.expanduser(scope[len(PROJECT_PREFIX) :].strip()))
+    path = os.path.expanduser(scope[len(PROJECT_PREFIX) :].strip())
+    path = os.path.normpath(os.path.join(cwd or os.getcwd(), path))  # os.path.abspath, from ``cwd``
     return replace(query, scope=PROJECT_PREFIX + path)

@@ -1,5 +1,7 @@
-"""Ask the resident process of a store, if one is there: the fast path of ``localmem query``,
-``localmem recall`` and the agents' hooks (``python -m localmem.hooks``).
+"""Ask the resident process of a store, if one is there, with settings already loaded: what
+``localmem query`` and ``localmem recall`` do when the fast entry (``resident.quick``, a raw
+command line before any settings are loaded) was not answered, and the agents' hooks
+(``python -m localmem.hooks``). The socket's place and checks are ``unix``'s.
 
 :func:`ask` (a context) and :func:`ask_hook` (a hook's recall) return what the resident
 process computed, or None whenever it cannot be had that way (no socket, a stale one, a
@@ -20,17 +22,15 @@ from __future__ import annotations
 
 import os
 import socket
-import stat
-import struct
 from typing import Any
 
 from localmem import __version__
 from localmem.config import Settings
-from localmem.resident import wire
+from localmem.resident import unix, wire
+from localmem.resident.unix import CONNECT_S, REPLY_S, peer_uid, read_line
 from localmem.storage.engine import keys
 
-CONNECT_S = 0.5  # a live server accepts at once; a full backlog means busy: read in-process
-REPLY_S = 30.0  # the longest a caller waits for a reply before it reads in-process instead
+__all__ = ["CONNECT_S", "REPLY_S", "answers", "ask", "ask_hook", "peer_uid", "read_line"]
 
 
 def ask(settings: Settings, query: wire.Query) -> dict[str, Any] | None:
@@ -55,7 +55,7 @@ def ask_hook(settings: Settings, hook: wire.HookAsk, reply_s: float) -> tuple[di
 def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
     """The server's reply when it answered ``ok``; else None and why (module docstring)."""
     path = wire.socket_path(settings.db)
-    if path is None or not _own_socket(path) or not wire.private_folder(path.parent, create=False):
+    if path is None or not unix.own_socket(path) or not wire.private_folder(path.parent, create=False):
         return None, "no socket"
     identity = wire.store_identity(settings.db)
     if identity is None:  # no store yet: in-process says so (or creates it)
@@ -63,7 +63,7 @@ def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) 
     if keys.is_encrypted(identity["path"]) and not keys.key_opens(identity["path"]):
         return None, "no key"
     try:
-        reply = _exchange(str(path), wire.request(settings, query, identity, __version__), reply_s)
+        reply = unix.exchange(str(path), wire.request(settings, query, identity, __version__), reply_s)
     except (OSError, ValueError):  # refused (stale socket), timed out, cut off, not JSON
         return None, "no answer"
     if reply.get("ok") is True:
@@ -82,53 +82,3 @@ def answers(path: os.PathLike[str]) -> bool:
         except OSError:
             return False
     return True
-
-
-def _own_socket(path: os.PathLike[str]) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
-
-
-def _exchange(path: str, message: bytes, reply_s: float = REPLY_S) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_S)
-        sock.connect(path)
-        if peer_uid(sock) not in (None, os.getuid()):
-            raise ValueError("the socket's process belongs to another user")
-        sock.settimeout(reply_s)
-        sock.sendall(message)
-        sock.shutdown(socket.SHUT_WR)
-        return wire.decode(read_line(sock, wire.MAX_REPLY))
-
-
-def read_line(sock: socket.socket, limit: int) -> bytes:
-    """Bytes up to the first newline (or the end); ValueError past ``limit``."""
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            break
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            parts.append(chunk[:newline])
-            break
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            raise ValueError("message too long")
-    return b"".join(parts)
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end (Linux: SO_PEERCRED); None where the OS
-    does not say (the private folder is then the only check)."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)

@@ -11,7 +11,9 @@ Invariants (docs/architecture.md, "The resident fast path"):
 - the answer is the in-process one: the same ``reconstruct`` on the same store, refused
   (the caller reads in-process) when the request's store identity, settings fingerprint,
   code version or protocol is not this process's own, or when the store stays busy with
-  another call for ``BUSY_S``;
+  another call for ``BUSY_S``; a ``cli`` request (a raw command line) is answered only by a
+  server given a ``wire.Plan`` maker (``localmem serve`` gives ``localmem.cli.served``'s),
+  and only when the plan names this store and this fingerprint;
 - store calls hold the caller's lock (the MCP server's: one call on the connection at a
   time); the socket thread never holds it while it waits for a client;
 - on stop, the socket file is removed only while it is still this server's.
@@ -26,12 +28,13 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import client, recall, wire
+from localmem.resident import client, recall, unix, wire
 from localmem.resident.local import context
 from localmem.storage.write.store import Store
 
@@ -45,9 +48,15 @@ STANDBY_S = 5.0  # how often a process that found the socket taken checks whethe
 class ResidentServer:
     """Serves ``store`` on its socket from a thread; ``start`` / ``stop``, or ``with``."""
 
-    def __init__(self, store: Store, lock: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        lock: threading.Lock | None = None,
+        cli: Callable[[wire.CliCall], wire.Plan] | None = None,
+    ) -> None:
         self.store = store
         self.lock = lock or threading.Lock()
+        self.cli = cli  # makes the plan of a raw command line (op ``cli``); None: that op is refused
         self.path: Path | None = None
         self._sock: socket.socket | None = None
         self._inode: int | None = None
@@ -59,6 +68,8 @@ class ResidentServer:
         # the file this process holds open: a file renamed over the path later (encrypt,
         # restore, a copy) is another store, which the caller reads in-process
         self._identity = wire.store_identity(store.path)
+        # a raw command line carries no key rules: only a plaintext store answers one
+        self._plain = unix.plaintext(store.path)
         self.served = 0  # requests answered (the tests and `bench startup` read it)
         self.last_call = time.monotonic()  # when the last request was done: an idle daemon exits
 
@@ -149,12 +160,15 @@ class ResidentServer:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
-                if client.peer_uid(conn) not in (None, os.getuid()):
+                if unix.peer_uid(conn) not in (None, os.getuid()):
                     return
-                reply = self.handle(wire.decode(client.read_line(conn, wire.MAX_LINE)))
-                conn.settimeout(client.REPLY_S)
+                reply = self.handle(wire.decode(unix.read_line(conn, wire.MAX_LINE)))
+                conn.settimeout(unix.REPLY_S)
                 conn.sendall(wire.encode(reply))
-            except (OSError, ValueError) as exc:  # the client went away, or sent no JSON line
+            except (
+                OSError,
+                ValueError,
+            ) as exc:  # the client went away, sent no JSON line, or a reply has a lone surrogate
                 log.debug("resident call dropped: %s", exc)
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -162,10 +176,12 @@ class ResidentServer:
         if req.get("protocol") != wire.PROTOCOL or req.get("version") != __version__:
             return refuse("version")
         op = req.get("op")
-        if op not in ("context", "hook"):
+        if op not in ("context", "hook", "cli") or (op == "cli" and (self.cli is None or not self._plain)):
             return refuse("op")
         if self._identity is None or req.get("store") != self._identity:
             return refuse("store")
+        if op == "cli":
+            return self._command(req)
         if req.get("settings") != self._fingerprint:
             return refuse("settings")
         try:
@@ -174,14 +190,39 @@ class ResidentServer:
             )
         except ValueError as exc:
             return refuse(f"request: {exc}")
+        if isinstance(query, wire.HookAsk):
+            hook = query
+            return self._locked(lambda: {"ok": True, "hook": recall.answer(self.store, hook)})
+        read = query
+        return self._locked(lambda: {"ok": True, "context": context(self.store, read)})
+
+    def _command(self, req: dict[str, Any]) -> dict[str, Any]:
+        """A raw command line (op ``cli``): its plan, checked, read and printed as the
+        caller's own process would."""
+        assert self.cli is not None
+        try:
+            plan = self.cli(wire.parse_cli(req))
+        except ValueError as exc:
+            return refuse(f"request: {exc}")
+        except wire.Refused as exc:
+            return refuse(f"command: {exc}"[:200])
+        if plan.store != self._identity:
+            return refuse("store")
+        if plan.fingerprint != self._fingerprint:
+            return refuse("settings")
+        if plan.query is None:
+            return printed(plan, None)
+        query = plan.query
+        return self._locked(lambda: printed(plan, context(self.store, query)))
+
+    def _locked(self, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``call()`` holding the store's lock: a refusal when it stays busy or the read
+        fails (the caller meets the error again in-process and says it its own way)."""
         if not self.lock.acquire(timeout=BUSY_S):
             return refuse("busy")
         try:
-            if isinstance(query, wire.HookAsk):
-                reply = {"ok": True, "hook": recall.answer(self.store, query)}
-            else:
-                reply = {"ok": True, "context": context(self.store, query)}
-        except LocalmemError as exc:  # the caller meets it again in-process and says it its own way
+            reply = call()
+        except LocalmemError as exc:
             return refuse(f"error: {exc}")
         finally:
             self.lock.release()
@@ -196,6 +237,12 @@ class ResidentServer:
 
 def refuse(why: str) -> dict[str, Any]:
     return {"ok": False, "why": why}
+
+
+def printed(plan: wire.Plan, ctx: dict[str, Any] | None) -> dict[str, Any]:
+    """The reply to a ``cli`` request: what the command prints, and its exit code."""
+    stdout, stderr, code = plan.render(ctx)
+    return {"ok": True, "stdout": stdout, "stderr": stderr, "code": code}
 
 
 def answers(path: Path) -> bool:

@@ -1,23 +1,31 @@
 """What a CLI query or hook and a resident process say to each other, and where they meet.
 
 One Unix socket per store: ``<runtime dir>/<hash of the store's real path>.sock``, where the
-runtime dir is ``$XDG_RUNTIME_DIR/localmem`` (else ``run`` in the user data dir). One request,
-one reply, each one line of JSON, then the connection closes.
+runtime dir is ``$XDG_RUNTIME_DIR/localmem`` (else ``run`` in the user data dir; the rule is
+``unix``'s, which the stdlib-only fast entry shares). One request, one reply, each one line
+of JSON, then the connection closes.
 
-A request names the store by its real path and its file identity (device, inode), the
-reading settings by a fingerprint, and the code by its version and this protocol's; the
-server answers only when all four are its own. Two ops: ``context`` (a ``Query``; the
-reply is the context exactly as ``Context.to_dict()`` gives it in-process) and ``hook`` (a
-``HookAsk``; the reply is what ``resident.recall.answer`` gives in-process: the text a hook
-injects, or none below the bar). Or a refusal with a reason (the caller then reads
-in-process).
+A request names the store by its real path and its file identity (device, inode), and the
+code by its version and this protocol's (``PROTOCOL``, 2 since the ``cli`` op); the server
+answers only when they are its own. Three ops:
+- ``context``: a ``Query`` and a fingerprint of the reading settings; the reply is the
+  context exactly as ``Context.to_dict()`` gives it in-process;
+- ``hook``: a ``HookAsk`` and the fingerprint; the reply is what ``resident.recall.answer``
+  gives in-process: the text a hook injects, or none below the bar;
+- ``cli``: a raw command line (a ``CliCall``: argv, folder, ``LOCALMEM_*`` variables, stdin)
+  sent by ``resident.quick`` before it has loaded any settings; the server parses it with the
+  real parser, loads the settings from the caller's sources, and answers only when they name
+  its store and give its fingerprint; the reply is the stdout, stderr and exit code the
+  in-process command would have produced (a ``Plan`` made by ``localmem.cli.served``).
+Or a refusal with a reason (the caller then does the work in-process).
 
 Invariants:
 - light: stdlib and ``localmem.config`` only (a query through a server must not load numpy);
 - only the same user: the folder is the user's own with mode 700 and the socket mode 600
-  (:func:`private_folder` checks both sides); the server also checks the peer's uid;
-- nothing secret travels: no key, no key file's path; an encrypted store's key rules are
-  the caller's to apply before it asks (``localmem.resident.client``).
+  (:func:`private_folder` checks both sides); both sides check the peer's uid;
+- nothing secret travels: no key, no key file's path, no ``LOCALMEM_*`` variable that names
+  or holds a secret; an encrypted store's key rules are the caller's to apply before it asks
+  (``localmem.resident.client``), and ``resident.quick`` never asks about one.
 """
 
 from __future__ import annotations
@@ -25,22 +33,55 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
 from localmem.config import APP, Settings
+from localmem.resident import unix
+from localmem.resident.unix import (
+    MAX_LINE,
+    MAX_REPLY,
+    PLATFORM_ENV,
+    PROTOCOL,
+    decode,
+    encode,
+    private_folder,
+    store_identity,
+)
 
-PROTOCOL = 1
+__all__ = [
+    "HOOK_EVENTS",
+    "MAX_LINE",
+    "MAX_REPLY",
+    "PLATFORM_ENV",
+    "PROJECT_PREFIX",
+    "PROTOCOL",
+    "CliCall",
+    "HookAsk",
+    "Plan",
+    "Query",
+    "Refused",
+    "Render",
+    "decode",
+    "encode",
+    "fingerprint",
+    "parse_cli",
+    "parse_hook",
+    "parse_query",
+    "private_folder",
+    "request",
+    "runtime_dir",
+    "socket_path",
+    "store_identity",
+]
+
 # A scope naming a project, ``project:PATH``: retrieval.scope.PREFIX, spelled here so that the
 # light side need not import the read path (tests/resident/test_server.py checks they agree).
 PROJECT_PREFIX = "project:"
-MAX_LINE = 1 << 20  # a request is a question and a few options; a context reply is at most ~1 MB of text
-MAX_REPLY = 64 << 20  # a 32k-token context with its turn list fits many times over
-SUN_PATH_MAX = 100  # AF_UNIX paths are limited to 104-108 bytes by the OS; stay under both
 
 
 @dataclass(frozen=True)
@@ -75,6 +116,11 @@ HOOK_EVENTS = ("session-start", "prompt")
 
 
 def runtime_dir() -> Path:
+    """The folder of the stores' sockets (``unix.runtime_dir``; platformdirs' own rule on
+    an OS where that one is not spelled out)."""
+    here = unix.runtime_dir()
+    if here is not None:
+        return Path(here)
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and os.path.isdir(base):
         return Path(base) / APP
@@ -85,32 +131,8 @@ def socket_path(db: Path, folder: Path | None = None) -> Path | None:
     """The socket of the resident process for the store at ``db`` (in ``folder``, default
     :func:`runtime_dir`); None when the path would be too long for a Unix socket (then
     there is no fast path for it)."""
-    real = os.path.realpath(db)
-    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".sock"
-    path = (folder or runtime_dir()) / name
-    return path if len(os.fsencode(path)) <= SUN_PATH_MAX else None
-
-
-def private_folder(folder: Path, *, create: bool) -> bool:
-    """Whether ``folder`` is this user's own, with no access for group or others
-    (made so when ``create`` and it is missing)."""
-    try:
-        if create:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = folder.stat()
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def store_identity(db: Path) -> dict[str, Any] | None:
-    """The store file's real path and identity (device, inode); None when it is missing."""
-    real = os.path.realpath(db)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return None
-    return {"path": real, "dev": st.st_dev, "ino": st.st_ino}
+    path = unix.socket_in(folder or runtime_dir(), db)
+    return None if path is None else Path(path)
 
 
 def fingerprint(settings: Settings) -> str:
@@ -137,18 +159,6 @@ def request(settings: Settings, query: Query | HookAsk, identity: dict[str, Any]
         "query": asdict(query),
     }
     return encode(body)
-
-
-def encode(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
-
-
-def decode(line: bytes) -> dict[str, Any]:
-    """One message; ValueError when it is not a JSON object."""
-    obj = json.loads(line.decode("utf-8"))
-    if not isinstance(obj, dict):
-        raise ValueError("a message is a JSON object")
-    return obj
 
 
 def parse_query(obj: Any) -> Query:
@@ -190,3 +200,55 @@ def parse_hook(obj: Any) -> HookAsk:
     if not isinstance(bar, int | float) or isinstance(bar, bool):
         raise ValueError("query.bar must be a number")
     return HookAsk(obj["event"], obj["agent"], obj["project"], obj["session"], obj["prompt"], budget, float(bar))
+
+
+class Refused(Exception):
+    """A ``cli`` request the server leaves to the caller's own process: the message is why."""
+
+
+@dataclass(frozen=True)
+class CliCall:
+    """A ``cli`` request: ``localmem ARGV`` as the caller would run it in-process, from its
+    folder ``cwd``, with its ``LOCALMEM_*`` variables but the secret ones (``env``), the
+    values of ``PLATFORM_ENV`` it has (``platform``; None: unset) and, for ``recall``, the
+    payload it read from stdin."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    platform: dict[str, str | None] = field(default_factory=dict)
+    stdin: str | None = None
+
+
+Render = Callable[[dict[str, Any] | None], tuple[str, str, int]]  # a context -> (stdout, stderr, exit code)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a ``cli`` request amounts to, before the server reads: the store and reading
+    settings the caller's own process would use (checked against the server's), the read
+    to do (None: none, e.g. a recall of an empty prompt), and how its context is printed:
+    ``render(context) -> (stdout, stderr, exit code)``, as the in-process command prints it."""
+
+    store: dict[str, Any] | None
+    fingerprint: str
+    query: Query | None
+    render: Render
+
+
+def parse_cli(req: dict[str, Any]) -> CliCall:
+    """The ``CliCall`` of a ``cli`` request; ValueError when a field has the wrong type."""
+    argv, cwd, env, platform, stdin = (req.get(k) for k in ("argv", "cwd", "env", "platform", "stdin"))
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ValueError("argv must be a list of strings")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise ValueError("cwd must be an absolute path")
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ValueError("env must map names to strings")
+    if not isinstance(platform, dict) or set(platform) != set(PLATFORM_ENV):
+        raise ValueError(f"platform must give {', '.join(PLATFORM_ENV)}")
+    if not all(v is None or isinstance(v, str) for v in platform.values()):
+        raise ValueError("platform values must be strings or null")
+    if stdin is not None and not isinstance(stdin, str):
+        raise ValueError("stdin must be a string")
+    return CliCall(tuple(argv), cwd, dict(env), dict(platform), stdin)

@@ -1,0 +1,192 @@
+"""Where a store's resident socket is and the checks both sides make on it, in the standard
+library alone: the ``localmem`` command's fast entry (``resident.quick``) uses it before
+anything of localmem's settings or storage is imported, and ``wire``, ``client`` and
+``server`` use the same functions, so there is one rule for each.
+
+- the socket of a store: ``<runtime dir>/<sha256 of the store's real path, 24 hex>.sock``;
+  the runtime dir is ``$XDG_RUNTIME_DIR/localmem`` when that folder exists, else ``run`` in
+  the user data dir (platformdirs' rule, which :func:`user_data_dir` spells for Linux);
+- only the same user: the folder is this user's with no group or other bits
+  (:func:`private_folder`), the socket file is this user's (:func:`own_socket`), and the
+  process at the other end is this user's (:func:`peer_uid`, ``SO_PEERCRED``).
+
+Invariant: imports the standard library only (tests/resident/test_quick.py checks it in a
+real process), and nothing here raises for a missing or foreign file: a check says False.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+
+TYPE_CHECKING = False  # typing costs ~3 ms of a served query; type checkers take this branch
+if TYPE_CHECKING:
+    from typing import Any
+
+try:  # the builtin sha256 (0.2 ms): hashlib would load OpenSSL (2.7 ms of a served query's ~50)
+    from _sha256 import sha256  # type: ignore[import-not-found]  # CPython's own module, no stub
+except ImportError:  # another build or version (3.12: _sha2): the same function through hashlib
+    from hashlib import sha256
+
+APP = "localmem"  # config.APP (tests/resident/test_quick.py checks they agree)
+PROTOCOL = 2  # 2: the `cli` op (a raw command line); a side of another protocol is refused
+MAX_LINE = 1 << 20  # a request is a question and a few options; a context reply is at most ~1 MB of text
+MAX_REPLY = 64 << 20  # a 32k-token context with its turn list fits many times over
+SUN_PATH_MAX = 100  # AF_UNIX paths are limited to 104-108 bytes by the OS; stay under both
+CONNECT_S = 0.5  # a live server accepts at once; a full backlog means busy: read in-process
+REPLY_S = 30.0  # the longest a caller waits for a reply before it reads in-process instead
+# What the settings loader reads beyond ``LOCALMEM_*`` (platformdirs' folders, ``~``): a raw
+# command line (op ``cli``) is served only when the caller's values are the server's own.
+PLATFORM_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+SQLITE_MAGIC = b"SQLite format 3\x00"  # storage.engine.keys.SQLITE_MAGIC: a plaintext store's first bytes
+
+
+def user_data_dir() -> str | None:
+    """``platformdirs.user_data_dir("localmem")`` on Linux, without importing platformdirs
+    (~16 ms); None where this rule is not known to match (another OS, a relative $HOME)."""
+    return _xdg("XDG_DATA_HOME", ".local/share")
+
+
+def user_config_dir() -> str | None:
+    """``platformdirs.user_config_dir("localmem")`` on Linux, as :func:`user_data_dir`."""
+    return _xdg("XDG_CONFIG_HOME", ".config")
+
+
+def _xdg(variable: str, default: str) -> str | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    base = os.environ.get(variable, "")
+    if not os.path.isabs(base):
+        home = os.environ.get("HOME")
+        if home is not None and not os.path.isabs(home):
+            return None  # platformdirs then reads the passwd entry
+        base = os.path.expanduser("~/" + default)
+        if not os.path.isabs(base):
+            return None
+    return os.path.join(base, APP)
+
+
+def runtime_dir() -> str | None:
+    """The folder of the stores' sockets (module docstring); None where :func:`user_data_dir` is."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base and os.path.isdir(base):
+        return os.path.join(base, APP)
+    data = user_data_dir()
+    return None if data is None else os.path.join(data, "run")
+
+
+def socket_name(db: str | os.PathLike[str]) -> str:
+    """The file name of the socket of the store at ``db``: a hash of its real path."""
+    real = os.path.realpath(db)
+    digest: str = sha256(real.encode("utf-8", "surrogateescape")).hexdigest()
+    return digest[:24] + ".sock"
+
+
+def socket_in(folder: str | os.PathLike[str], db: str | os.PathLike[str]) -> str | None:
+    """The socket of the store at ``db`` in ``folder``; None when the path would be too long
+    for a Unix socket (then there is no fast path for that store)."""
+    path = os.path.join(folder, socket_name(db))
+    return path if len(os.fsencode(path)) <= SUN_PATH_MAX else None
+
+
+def store_identity(db: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The store file's real path and identity (device, inode); None when it is missing."""
+    real = os.path.realpath(db)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    return {"path": real, "dev": st.st_dev, "ino": st.st_ino}
+
+
+def plaintext(db: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``db`` starts as a plaintext SQLite database does (an encrypted
+    store has no plaintext header: its key rules need the storage layer)."""
+    try:
+        with open(db, "rb") as fh:
+            return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def private_folder(folder: str | os.PathLike[str], *, create: bool) -> bool:
+    """Whether ``folder`` is this user's own, with no access for group or others
+    (made so when ``create`` and it is missing)."""
+    try:
+        if create:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def own_socket(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a socket file of this user (not a link to one)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end (Linux: SO_PEERCRED); None where the OS
+    does not say (the private folder is then the only check)."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def read_line(sock: socket.socket, limit: int) -> bytes:
+    """Bytes up to the first newline (or the end); ValueError past ``limit``."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            break
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            parts.append(chunk[:newline])
+            break
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise ValueError("message too long")
+    return b"".join(parts)
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """One message: a JSON object on one line (UnicodeEncodeError for a lone surrogate)."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """One message; ValueError when it is not a JSON object."""
+    obj = json.loads(line.decode("utf-8"))
+    if not isinstance(obj, dict):
+        raise ValueError("a message is a JSON object")
+    return obj
+
+
+def exchange(path: str, message: bytes, reply_s: float = REPLY_S) -> dict[str, Any]:
+    """Send one request on the socket at ``path`` and read its reply; OSError or ValueError
+    when it cannot be had (refused, a stale socket, another user's process, timed out,
+    not JSON)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(CONNECT_S)
+        sock.connect(path)
+        if peer_uid(sock) not in (None, os.getuid()):
+            raise ValueError("the socket's process belongs to another user")
+        sock.settimeout(reply_s)
+        sock.sendall(message)
+        sock.shutdown(socket.SHUT_WR)
+        return decode(read_line(sock, MAX_REPLY))
