@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,7 @@ from localmem.errors import ConfigError, LocalmemError
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
 from localmem.resident.server import ResidentServer, answers
-from localmem.resident.wire import socket_path
+from localmem.resident.wire import CliCall, Plan, socket_path
 from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
 from localmem.sync.background import syncing
 from localmem.sync.keys import Keyring, add_sync_flags, keyring
@@ -77,13 +77,16 @@ def serve(
     refuse: str | None = None,
     resident: bool = True,
     idle_exit: float | None = None,
+    cli: Callable[[CliCall], Plan] | None = None,
 ) -> int:
     """Run until the client disconnects (stdio) or the process is stopped (HTTP, socket). A
     store that cannot be opened (no key, a wrong key, not a database) still gets a server:
     its tools are listed and every call is a tool error naming the cause
     (``refusing_server``), so a client shows why instead of "connection closed".
-    ``resident``: also answer CLI queries and hooks on the store's socket. ``idle_exit``
-    (socket transport only): exit after that many seconds without a request."""
+    ``resident``: also answer CLI queries and hooks on the store's socket; ``cli``: what
+    makes the plan of a raw command line there (``localmem serve`` passes the CLI's;
+    without it the socket refuses op ``cli`` and the caller loads its own settings first).
+    ``idle_exit`` (socket transport only): exit after that many seconds without a request."""
     token = token or os.environ.get(TOKEN_ENV) or None
     if transport not in TRANSPORTS:
         raise ConfigError(f"unknown transport {transport!r}: {', '.join(TRANSPORTS)}")
@@ -94,7 +97,7 @@ def serve(
     if transport == "socket":
         if refuse is not None:
             raise ConfigError(refuse)
-        return _serve_socket(settings, watch, sync, idle_exit)
+        return _serve_socket(settings, watch, sync, idle_exit, cli)
     # lazy: the MCP SDK takes ~0.5 s to import; `localmem --help` imports this module
     from mcp_server.server import build_server, refusing_server
 
@@ -112,7 +115,7 @@ def serve(
         watcher = _start_watcher(settings, watch, stop) if watch else None
         lock = threading.Lock()  # one store call at a time: MCP tools, resources and socket queries
         server = build_server(store, generator=model, worker=worker, lock=lock)
-        sock = ResidentServer(store, lock)
+        sock = ResidentServer(store, lock, cli)
         if resident:
             sock.start()
         log.info("localmem MCP server on %s (%s)", settings.db, transport)
@@ -152,7 +155,11 @@ def _syncing(settings: Settings, sync: SyncArgs | None) -> Iterator[None]:
 
 
 def _serve_socket(
-    settings: Settings, watch: Path | None, sync: SyncArgs | None = None, idle_exit: float | None = None
+    settings: Settings,
+    watch: Path | None,
+    sync: SyncArgs | None = None,
+    idle_exit: float | None = None,
+    cli: Callable[[CliCall], Plan] | None = None,
 ) -> int:
     """The resident socket alone (no MCP SDK, no worker) until SIGINT or SIGTERM, or until
     ``idle_exit`` seconds pass without a request: the small daemon for hooks and CLI
@@ -167,7 +174,7 @@ def _serve_socket(
         with open_store(settings) as store, _syncing(settings, sync):
             store.embedder.embed(["warm-up"])  # the model loaded now, not by the first caller
             watcher = _start_watcher(settings, watch, stop) if watch else None
-            sock = ResidentServer(store)
+            sock = ResidentServer(store, cli=cli)
             if not sock.start(standby=False):
                 raise ConfigError(
                     f"cannot serve {settings.db}'s socket: another process serves it, or no private folder"
@@ -271,7 +278,8 @@ class SyncArgs:
     interval: float
 
 
-def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
+def run_from_args(args: argparse.Namespace, settings: Settings, cli: Callable[[CliCall], Plan] | None = None) -> int:
+    """``localmem serve`` / ``localmem-mcp``'s flags run; ``cli`` as :func:`serve` takes it."""
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="localmem-mcp: %(levelname)s %(message)s")
     logging.getLogger("localmem").setLevel(args.log_level)
     settings = settings.with_overrides(model=args.model)
@@ -295,6 +303,7 @@ def run_from_args(args: argparse.Namespace, settings: Settings) -> int:
         refuse=unusable,
         resident=not args.no_socket,
         idle_exit=args.idle_exit,
+        cli=cli,
     )
 
 

@@ -37,7 +37,7 @@ from localmem.config import load_settings
 from localmem.errors import LocalmemError
 from localmem.storage.engine import faults
 
-__all__ = ["COMMANDS", "build_parser", "full_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "full_parser", "main", "undecodable"]
 
 
 class Command(NamedTuple):
@@ -139,9 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    if undecodable := [name for name, value in vars(args).items() if not _utf8(value)]:
+    if bad := undecodable(args):
         # a byte that is not UTF-8 in argv arrives as a lone surrogate, which SQLite cannot store
-        print(f"localmem: error: {_flag(undecodable[0])} is not valid UTF-8 text", file=sys.stderr)
+        print(f"localmem: error: {bad} is not valid UTF-8 text", file=sys.stderr)
         return 2
     try:
         keyflags.apply_key_file(args)
@@ -166,6 +166,12 @@ _LINE_BREAKS |= {0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 def _error(text: str) -> None:
     print(f"localmem: error: {text.translate(_LINE_BREAKS)}", file=sys.stderr)
+
+
+def undecodable(args: argparse.Namespace) -> str | None:
+    """The first argument (as its flag) whose text is not valid UTF-8, or None."""
+    bad = [name for name, value in vars(args).items() if not _utf8(value)]
+    return _flag(bad[0]) if bad else None
 
 
 def _utf8(value: object) -> bool:
@@ -240,9 +246,11 @@ def loaded(action: LazyCommands) -> set[str]:
     return done
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``localmem`` parser; a command's own parser is added when it is reached."""
-    p = argparse.ArgumentParser(
+def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``localmem`` parser; a command's own parser is added when it is reached. Every
+    parser of the tree is a ``parser_class`` (a resident process's never prints or exits:
+    ``localmem.cli.served``)."""
+    p = parser_class(
         prog="localmem",
         description="Local-first long-term memory for LLM assistants: one SQLite file, no cloud.",
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, open_store, print_json
 from localmem.cli.doctor import model_line, run_checks
+from localmem.cli.served import Planner
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats
 from localmem.errors import InputError
@@ -164,7 +165,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    return run_from_args(args, settings)
+    return run_from_args(args, settings, cli=Planner())  # the socket answers raw `query` / `recall` lines too
 
 
 def cmd_mcp_config(args: argparse.Namespace, settings: Settings) -> int:

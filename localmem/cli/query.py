@@ -71,21 +71,32 @@ def add_recall(sub: Any) -> None:
 
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
+    check_query(args)
+    if args.batch:
+        return _query_batch(settings, args)
+    ctx, _via = ask.context(settings, Query(args.text, args.budget, args.as_of, args.scope))
+    write(*query_output(args, ctx))
+    return 0
+
+
+def check_query(args: argparse.Namespace) -> None:
+    """``query``'s arguments checked (InputError), ``--project`` turned into its scope."""
     if bool(args.text) == bool(args.batch):
         raise InputError("give either a question or --batch FILE")
     if args.project:
         if args.scope:
             raise InputError("give --scope or --project, not both")
         args.scope = PROJECT_PREFIX + args.project
-    if args.batch:
-        return _query_batch(settings, args)
-    ctx, _via = ask.context(settings, Query(args.text, args.budget, args.as_of, args.scope))
+
+
+def query_output(args: argparse.Namespace, ctx: dict[str, Any]) -> tuple[str, str]:
+    """What ``query`` prints of a context: (stdout, stderr). One function for this process
+    and a resident process answering a raw command line (``localmem.cli.served``)."""
     if args.json:
-        print_json(ctx)
-    else:
-        print(ctx["text"] or "(nothing relevant found)")
-        print(f"\n[{ctx['tokens']} tokens, {len(ctx['turns'])} turns]", file=sys.stderr)
-    return 0
+        return json.dumps(ctx, ensure_ascii=False) + "\n", ""
+    return (
+        ctx["text"] or "(nothing relevant found)"
+    ) + "\n", f"\n[{ctx['tokens']} tokens, {len(ctx['turns'])} turns]\n"
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
@@ -93,11 +104,22 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     if query is None:
         return 0
     ctx, via = ask.context(settings, query)
-    if args.json:
-        print_json({"context": ctx, "via": via})
-    elif ctx["text"]:
-        print(ctx["text"])
+    write(recall_output(args, ctx, via), "")
     return 0
+
+
+def recall_output(args: argparse.Namespace, ctx: dict[str, Any], via: str) -> str:
+    """What ``recall`` prints of a context read ``via`` the resident process or in-process."""
+    if args.json:
+        return json.dumps({"context": ctx, "via": via}, ensure_ascii=False) + "\n"
+    return ctx["text"] + "\n" if ctx["text"] else ""
+
+
+def write(stdout: str, stderr: str) -> None:
+    """``stdout`` then ``stderr``, as ``print`` writes them (no flush: the streams' own buffering)."""
+    sys.stdout.write(stdout)
+    if stderr:
+        sys.stderr.write(stderr)
 
 
 def _stdin() -> str:
