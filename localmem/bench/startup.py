@@ -9,7 +9,10 @@ touches them all alike; p50 / p95 are over ``runs`` rounds.
 - ``help``: ``localmem --help``;
 - ``query``: ``localmem query Q`` read in-process (no resident process of the store);
 - ``query-server``: the same while ``localmem serve --transport socket`` holds the store
-  (the resident fast path, ``localmem.resident``);
+  (the fast entry: the command line sent raw, ``localmem.resident.quick``);
+- ``query-server-full``: the same through the full CLI (``localmem.cli.main`` as the console
+  script ran it before the fast entry: argparse, apsw and the settings loaded, then the
+  context asked of the server, op ``context``), for the ratio in one run;
 - ``recall`` / ``recall-server``: the hook entry point (``localmem recall``, a JSON payload on
   stdin), in-process and through the server;
 - ``ingest``: ``localmem ingest`` of a one-turn JSONL file (a new turn each run: it is
@@ -45,7 +48,9 @@ from localmem.bench import pagecache
 from localmem.resident import wire
 from localmem.resident.server import answers
 
-CASES = ("help", "query", "query-server", "recall", "recall-server", "ingest", "query-nocache")
+CASES = ("help", "query", "query-server", "query-server-full", "recall", "recall-server", "ingest", "query-nocache")
+# The console script as it was before the fast entry (pip's template: re, then the CLI's main).
+FULL_CLI = "import re, sys; from localmem.cli import main; sys.exit(main())"
 QUESTIONS = (
     "Which shoes did Maya switch to?",
     "Who goes to Lisbon with Maya?",
@@ -103,15 +108,13 @@ def run(
     times: dict[str, list[float]] = {c: [] for c in cases}
     cpus: dict[str, list[float]] = {c: [] for c in cases}
     served: dict[str, int] = {c: 0 for c in cases}
-    server = (
-        _Server(cmd, db, envs["server"], workdir / "server.log") if any(c.endswith("-server") for c in cases) else None
-    )
+    server = _Server(cmd, db, envs["server"], workdir / "server.log") if any("-server" in c for c in cases) else None
     try:
         if server is not None:
             server.start()
         for r in range(runs):
             for case in cases:
-                env = envs["server" if case.endswith("-server") else "alone"]
+                env = envs["server" if "-server" in case else "alone"]
                 argv, stdin, env = _case(case, cmd, db, r, workdir, env)
                 wall, cpu, out = _timed(argv, stdin, env)
                 times[case].append(wall)
@@ -154,6 +157,8 @@ def _case(
     q = QUESTIONS[r % len(QUESTIONS)]
     if case == "help":
         return [*cmd, "--help"], None, env
+    if case == "query-server-full":
+        return [sys.executable, "-c", FULL_CLI, "--db", str(db), "query", q], None, env
     if case.startswith("query"):
         args = [*cmd, "--db", str(db), "query", q]
         if case == "query-nocache":

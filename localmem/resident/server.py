@@ -16,6 +16,9 @@ Invariants (docs/architecture.md, "The resident fast path"):
   and only when the plan names this store and this fingerprint;
 - store calls hold the caller's lock (the MCP server's: one call on the connection at a
   time); the socket thread never holds it while it waits for a client;
+- a ``cli`` read's recall-log row (the row the caller's own process would write) is written
+  once the reply is sent, so the caller does not wait for it (~1 ms, p95 ~14 ms under load
+  at 100k turns); ``stop`` waits for calls in flight, rows included;
 - on stop, the socket file is removed only while it is still this server's.
 """
 
@@ -32,10 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import client, recall, unix, wire
-from localmem.resident.local import context
+from localmem.resident import client, local, recall, unix, wire
+from localmem.storage.layers.recalls import RecallWrite
 from localmem.storage.write.store import Store
 
 log = logging.getLogger("localmem.resident")
@@ -43,6 +48,8 @@ BUSY_S = 2.0  # how long a request waits for the store's lock before it is sent 
 REQUEST_S = 5.0  # a client that has not sent its request by then is dropped
 ACCEPT_S = 0.5  # the accept loop looks at the stop flag this often
 STANDBY_S = 5.0  # how often a process that found the socket taken checks whether it is free again
+STOP_S = 10.0  # how long stop() waits for calls in flight (a reply, its recall-log row)
+Answer = tuple[dict[str, Any], RecallWrite | None]  # a reply, and the recall-log row left to write
 
 
 class ResidentServer:
@@ -70,6 +77,8 @@ class ResidentServer:
         self._identity = wire.store_identity(store.path)
         # a raw command line carries no key rules: only a plaintext store answers one
         self._plain = unix.plaintext(store.path)
+        self._calls = threading.Condition()  # calls in flight, which stop() waits for
+        self._in_flight = 0
         self.served = 0  # requests answered (the tests and `bench startup` read it)
         self.last_call = time.monotonic()  # when the last request was done: an idle daemon exits
 
@@ -130,6 +139,8 @@ class ResidentServer:
         for thread in (self._thread, self._standby):
             if thread is not None:
                 thread.join(timeout=5)
+        with self._calls:  # a reply being sent, a recall-log row being written
+            self._calls.wait_for(lambda: self._in_flight == 0, timeout=STOP_S)
         if self._sock is not None:
             self._sock.close()
         if self.path is not None:
@@ -158,77 +169,110 @@ class ResidentServer:
             threading.Thread(target=self._serve, args=(conn,), name="localmem-resident-call", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                if unix.peer_uid(conn) not in (None, os.getuid()):
-                    return
-                reply = self.handle(wire.decode(unix.read_line(conn, wire.MAX_LINE)))
-                conn.settimeout(unix.REPLY_S)
-                conn.sendall(wire.encode(reply))
-            except (
-                OSError,
-                ValueError,
-            ) as exc:  # the client went away, sent no JSON line, or a reply has a lone surrogate
-                log.debug("resident call dropped: %s", exc)
+        with self._calls:
+            self._in_flight += 1
+        record = None
+        try:
+            with conn:
+                try:
+                    if unix.peer_uid(conn) not in (None, os.getuid()):
+                        return
+                    reply, record = self.answer(wire.decode(unix.read_line(conn, wire.MAX_LINE)))
+                    conn.settimeout(unix.REPLY_S)
+                    conn.sendall(wire.encode(reply))
+                except (OSError, ValueError) as exc:  # the client went away, sent no JSON line, or a lone surrogate
+                    log.debug("resident call dropped: %s", exc)
+            self.log_recall(record)  # after the reply: the caller does not wait for the row
+        finally:
+            with self._calls:
+                self._in_flight -= 1
+                self._calls.notify_all()
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The reply to one request (see ``wire``)."""
+        """The reply to one request (see ``wire``), its recall-log row written."""
+        reply, record = self.answer(req)
+        self.log_recall(record)
+        return reply
+
+    def answer(self, req: dict[str, Any]) -> Answer:
+        """The reply to one request, and the recall-log row its read leaves to write
+        (``log_recall``, once the reply is on its way)."""
         if req.get("protocol") != wire.PROTOCOL or req.get("version") != __version__:
-            return refuse("version")
+            return refuse("version"), None
         op = req.get("op")
         if op not in ("context", "hook", "cli") or (op == "cli" and (self.cli is None or not self._plain)):
-            return refuse("op")
+            return refuse("op"), None
         if self._identity is None or req.get("store") != self._identity:
-            return refuse("store")
+            return refuse("store"), None
         if op == "cli":
             return self._command(req)
         if req.get("settings") != self._fingerprint:
-            return refuse("settings")
+            return refuse("settings"), None
         try:
             query: wire.Query | wire.HookAsk = (
                 wire.parse_query(req.get("query")) if op == "context" else wire.parse_hook(req.get("query"))
             )
         except ValueError as exc:
-            return refuse(f"request: {exc}")
+            return refuse(f"request: {exc}"), None
         if isinstance(query, wire.HookAsk):
             hook = query
-            return self._locked(lambda: {"ok": True, "hook": recall.answer(self.store, hook)})
-        read = query
-        return self._locked(lambda: {"ok": True, "context": context(self.store, read)})
+            return self._locked(lambda: ({"ok": True, "hook": recall.answer(self.store, hook)}, None))
+        asked = query
+        return self._locked(lambda: ({"ok": True, "context": local.context(self.store, asked)}, None))
 
-    def _command(self, req: dict[str, Any]) -> dict[str, Any]:
+    def _command(self, req: dict[str, Any]) -> Answer:
         """A raw command line (op ``cli``): its plan, checked, read and printed as the
         caller's own process would."""
         assert self.cli is not None
         try:
             plan = self.cli(wire.parse_cli(req))
         except ValueError as exc:
-            return refuse(f"request: {exc}")
+            return refuse(f"request: {exc}"), None
         except wire.Refused as exc:
-            return refuse(f"command: {exc}"[:200])
+            return refuse(f"command: {exc}"[:200]), None
         if plan.store != self._identity:
-            return refuse("store")
+            return refuse("store"), None
         if plan.fingerprint != self._fingerprint:
-            return refuse("settings")
-        if plan.query is None:
-            return printed(plan, None)
+            return refuse("settings"), None
         query = plan.query
-        return self._locked(lambda: printed(plan, context(self.store, query)))
+        if query is None:
+            return printed(plan, None), None
 
-    def _locked(self, call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        def read() -> Answer:
+            ctx, record = local.read(self.store, query)
+            return printed(plan, ctx), record
+
+        return self._locked(read)
+
+    def _locked(self, call: Callable[[], Answer]) -> Answer:
         """``call()`` holding the store's lock: a refusal when it stays busy or the read
         fails (the caller meets the error again in-process and says it its own way)."""
         if not self.lock.acquire(timeout=BUSY_S):
-            return refuse("busy")
+            return refuse("busy"), None
         try:
-            reply = call()
+            answered = call()
         except LocalmemError as exc:
-            return refuse(f"error: {exc}")
+            return refuse(f"error: {exc}"), None
         finally:
             self.lock.release()
             self.last_call = time.monotonic()
         self.served += 1
-        return reply
+        return answered
+
+    def log_recall(self, record: RecallWrite | None) -> None:
+        """Write a served read's recall-log row, as the caller's process would have (best
+        effort there too: a store that stays busy costs the row, never the reply)."""
+        if record is None:
+            return
+        if not self.lock.acquire(timeout=BUSY_S):
+            log.warning("recall log not written: the store stayed busy")
+            return
+        try:
+            local.log(self.store, record)
+        except (LocalmemError, apsw.Error) as exc:
+            log.warning("recall log not written: %s", exc)
+        finally:
+            self.lock.release()
 
     def idle_for(self) -> float:
         """Seconds since the last request was answered (or since the server was made)."""
