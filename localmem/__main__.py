@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import sys
 
-from localmem.resident import quick
+FAST = ("query", "recall")  # resident.quick.COMMANDS: a command line naming neither skips the fast entry
 
 
 def main() -> int:
-    code = quick.run(sys.argv[1:])
-    if code is not None:
-        return code
+    argv = sys.argv[1:]
+    if any(arg in FAST for arg in argv):
+        from localmem.resident import quick  # lazy: the socket client (~5 ms), only for a query or a recall
+
+        code = quick.run(argv)
+        if code is not None:
+            return code
     from localmem.cli import main as cli_main  # lazy: the full command, only when no resident process answered
 
     return cli_main()

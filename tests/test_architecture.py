@@ -58,7 +58,8 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
         "localmem.records",
         "localmem.config",
     ),  # the public API (PEP 562)
-    "localmem.__main__": ("localmem.cli",),  # the full command, only when the fast entry was not answered
+    # the fast entry for a query or a recall; the full command only when it was not answered
+    "localmem.__main__": ("localmem.resident.quick", "localmem.cli"),
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
     "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
     "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered

@@ -31,6 +31,10 @@ import sys
 from localmem import __version__
 from localmem.resident import unix
 
+TYPE_CHECKING = False  # typing costs ~3 ms of this entry; type checkers take the branch
+if TYPE_CHECKING:
+    from typing import Any
+
 COMMANDS = ("query", "recall")
 VALUE_FLAGS = ("--db", "--embedder")  # the global flags taken before the command; any other: the full CLI
 # storage.engine.keys.SECRET_ENV (tests/resident/test_quick.py checks this holds it), and any
@@ -50,9 +54,11 @@ def run(argv: list[str]) -> int | None:
     raw: bytes | None = None
     reply = None
     try:
-        if command == "recall":
-            raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        reply = _ask(argv, db, raw)
+        target = _target(db)
+        if target is not None:
+            if command == "recall":  # read only once a server is there to take it
+                raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+            reply = _ask(*target, argv, raw)
     except (OSError, ValueError, AttributeError):  # no stdin, a stale socket, a cut reply, not JSON, no UTF-8
         reply = None
     if reply is None:
@@ -118,7 +124,9 @@ def secret(name: str) -> bool:
     return name in SECRET_ENV or any(word in SECRET_WORDS for word in name[len("LOCALMEM_") :].split("_"))
 
 
-def _ask(argv: list[str], db: str | None, stdin: bytes | None) -> tuple[str, str, int] | None:
+def _target(db: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The socket to ask and the store's identity, when this user's socket of a plaintext
+    store is there; else None."""
     path = store_path(db)
     folder = unix.runtime_dir()
     if path is None or folder is None:
@@ -129,6 +137,10 @@ def _ask(argv: list[str], db: str | None, stdin: bytes | None) -> tuple[str, str
     identity = unix.store_identity(path)
     if identity is None or not unix.plaintext(identity["path"]):
         return None
+    return sock, identity
+
+
+def _ask(sock: str, identity: dict[str, Any], argv: list[str], stdin: bytes | None) -> tuple[str, str, int] | None:
     request = {
         "protocol": unix.PROTOCOL,
         "version": __version__,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from localmem import __main__ as localmem_main
 from localmem.resident import quick, unix, wire
 from localmem.storage.engine import keys
 from tests.helpers.resident import Server
@@ -261,6 +262,7 @@ def test_what_the_fast_entry_spells_agrees_with_its_sources() -> None:
     settings_vars += [config.env_name(f"{s}.{f.name}") for s, cls in config.SECTIONS.items() for f in fields(cls)]
     assert not [n for n in settings_vars if quick.secret(n)]  # a setting is always sent
     assert (unix.APP, unix.SQLITE_MAGIC, quick.MAX_STDIN) == (config.APP, keys.SQLITE_MAGIC, query.MAX_STDIN)
+    assert quick.COMMANDS == localmem_main.FAST
 
 
 @pytest.mark.parametrize(
