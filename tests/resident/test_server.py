@@ -4,6 +4,7 @@ The same with real processes is in test_processes.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from localmem.cli.served import Planner
 from localmem.config import Settings
 from localmem.records import SessionIn
-from localmem.resident import ask, client, server, wire
+from localmem.resident import ask, client, server, unix, wire
 from localmem.resident.local import context
 from localmem.resident.server import ResidentServer
 from localmem.retrieval import scope as scopes
@@ -263,3 +265,58 @@ def test_a_hook_is_answered_with_the_callers_bar(serving: ResidentServer, filled
     assert [(r.client, r.tool, r.session) for r in rows] == [
         ("hook:codex", "prompt", "s9")
     ]  # no row for nothing handed
+
+
+def raw(filled: Store, argv: list[str], change: dict[str, object] | None = None) -> dict[str, object]:
+    """A ``cli`` request as ``resident.quick`` sends it, from the store's folder."""
+    return {
+        "protocol": unix.PROTOCOL,
+        "version": client.__version__,
+        "op": "cli",
+        "store": wire.store_identity(filled.path),
+        "argv": ["--db", str(filled.path), *argv],
+        "cwd": str(filled.path.parent),
+        "env": {},
+        "platform": {k: os.environ.get(k) for k in unix.PLATFORM_ENV},
+        "stdin": None,
+    } | (change or {})
+
+
+def test_a_raw_command_line_is_answered_as_the_command_prints_it(filled: Store) -> None:
+    srv = ResidentServer(filled, cli=Planner())
+    reply = srv.handle(raw(filled, ["query", Q.text, "--json", "--budget", "200"]))
+    assert reply["ok"] is True and reply["code"] == 0 and reply["stderr"] == ""
+    logged = recalls.calls(filled.conn, 10, 0).items
+    assert [(c.client, c.tool, c.query, c.budget) for c in logged] == [("cli", "query", Q.text, 200)]
+    assert json.loads(str(reply["stdout"])) == context(filled, Q)
+    text = srv.handle(raw(filled, ["query", Q.text]))
+    assert str(text["stdout"]).endswith("\n") and str(text["stderr"]).startswith("\n[")
+    payload = json.dumps({"prompt": Q.text, "budget": 200})
+    hook = srv.handle(raw(filled, ["recall", "--json"], {"stdin": payload}))
+    assert json.loads(str(hook["stdout"])) == {"context": context(filled, replace(Q, tool="recall")), "via": "resident"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "change", "why"),
+    [
+        (["query", "--help"], {}, "command: the command prints help or usage"),
+        (["query"], {}, "command: give either a question or --batch FILE"),
+        (["query", "q", "--bogus"], {}, "command: arguments: unrecognized arguments: --bogus"),
+        (["query", "q", "--no-cable"], {}, "settings"),
+        (["query", "q"], {"env": {"LOCALMEM_RETRIEVAL_CABLE_TAU": "0.5"}}, "settings"),
+        (["query", "q"], {"env": {"LOCALMEM_RETRIEVAL_NOPE": "1"}}, "command: environment variable"),
+        (["query", "q"], {"platform": dict.fromkeys(unix.PLATFORM_ENV, "/elsewhere")}, "command: $HOME"),
+        (["--db", "/elsewhere/x.db", "query", "q"], {}, "store"),
+        (["recall"], {}, "command: recall without its stdin"),
+        (["stats"], {}, "command: not query or recall"),
+        (["query", "q"], {"protocol": 1}, "version"),
+        (["query", "q"], {"argv": "query q"}, "request: argv must be a list of strings"),
+    ],
+)
+def test_raw_refusals(filled: Store, argv: list[str], change: dict[str, object], why: str) -> None:
+    reply = ResidentServer(filled, cli=Planner()).handle(raw(filled, argv, change))
+    assert reply["ok"] is False and str(reply["why"]).startswith(why), reply
+
+
+def test_a_server_without_a_planner_refuses_raw_lines(filled: Store) -> None:
+    assert ResidentServer(filled).handle(raw(filled, ["query", "q"])) == {"ok": False, "why": "op"}
