@@ -34,7 +34,7 @@ from localmem.cli import build_parser, cable_flags, undecodable
 from localmem.cli.query import check_query, cmd_query, cmd_recall, payload_query, query_output, recall_output
 from localmem.config import Settings, config_file, settings_from
 from localmem.errors import LocalmemError
-from localmem.resident import wire
+from localmem.resident import quick, wire
 from localmem.resident.ask import absolute_project
 
 if TYPE_CHECKING:
@@ -77,6 +77,8 @@ class Planner:
             raise wire.Refused(str(exc)) from exc
 
     def _plan(self, call: wire.CliCall) -> wire.Plan:
+        if quick.command_of(call.argv) is None:  # what the fast entry sends, or nothing is parsed (no module loaded)
+            raise wire.Refused("not query or recall after --db / --embedder")
         args = self._parse(call.argv)
         func = getattr(args, "func", None)
         if func not in (cmd_query, cmd_recall):

@@ -47,7 +47,7 @@ MAX_STDIN = 1 << 20  # cli.query.MAX_STDIN: recall reads this much + 1, as the c
 def run(argv: list[str]) -> int | None:
     """``localmem ARGV`` answered by the store's resident process: its exit code, the output
     written; or None, nothing written (module docstring)."""
-    split = _split(argv)
+    split = command_of(argv)
     if split is None:
         return None
     db, command = split
@@ -72,7 +72,7 @@ def run(argv: list[str]) -> int | None:
     return code
 
 
-def _split(argv: list[str]) -> tuple[str | None, str] | None:
+def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | None:
     """The ``--db`` value and the command, when the global flags are only ``--db`` and
     ``--embedder`` and the command is ``query`` or ``recall``; else None."""
     db = None

@@ -311,7 +311,7 @@ def config_default_db() -> Path:
 def test_only_the_two_commands_with_their_two_global_flags_go_fast(
     argv: list[str], split: tuple[str | None, str] | None
 ) -> None:
-    assert quick._split(argv) == split
+    assert quick.command_of(argv) == split
 
 
 def test_no_secret_travels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

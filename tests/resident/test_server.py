@@ -309,6 +309,7 @@ def test_a_raw_command_line_is_answered_as_the_command_prints_it(filled: Store) 
         (["--db", "/elsewhere/x.db", "query", "q"], {}, "store"),
         (["recall"], {}, "command: recall without its stdin"),
         (["stats"], {}, "command: not query or recall"),
+        (["--version", "query", "q"], {}, "command: not query or recall"),
         (["query", "q"], {"protocol": 1}, "version"),
         (["query", "q"], {"argv": "query q"}, "request: argv must be a list of strings"),
     ],
