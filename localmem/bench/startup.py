@@ -229,9 +229,9 @@ def table(result: dict[str, Any]) -> str:
     lines = [
         f"startup ({result['command']}; store {result['store']}; bytecode compiled now: {result['compiled']}; "
         f"load {result['load']}; wall ms from start to exit, cpu = user + system of the process)",
-        " | ".join(f"{c:>14}" for c in COLUMNS),
-        "-" * (17 * len(COLUMNS)),
+        " | ".join(f"{c:>17}" for c in COLUMNS),
+        "-" * (20 * len(COLUMNS)),
     ]
     for r in result["rows"]:
-        lines.append(" | ".join(f"{'-' if r[c] is None else r[c]!s:>14}" for c in COLUMNS))
+        lines.append(" | ".join(f"{'-' if r[c] is None else r[c]!s:>17}" for c in COLUMNS))
     return "\n".join(lines)
