@@ -28,6 +28,7 @@ from localmem.models.llm import LlamaGenerator
 from localmem.records import Context, ProjectScope, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.retrieval.scope import project_scope
+from localmem.retrieval.scorer_file import weights_for
 from localmem.storage.write.store import Store
 
 
@@ -45,11 +46,18 @@ def open_store(
     follow = registry.default_embedder if embedder is None and settings.embedder in ("", "default") else None
     for i in range(attempts):
         try:
-            return Store(settings.db, embedder=emb, settings=settings, rebind=rebind, follow=follow)
+            store = Store(settings.db, embedder=emb, settings=settings, rebind=rebind, follow=follow)
         except (apsw.BusyError, apsw.LockedError):
             if i == attempts - 1:
                 raise
             time.sleep(0.2 * 2**i)
+            continue
+        try:  # the embedder's own scorer file (scorer_file): a malformed one is refused here, not mid-read
+            weights_for(store.embedder)
+        except BaseException:
+            store.close()
+            raise
+        return store
     raise AssertionError("unreachable")
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from localmem.retrieval import scope as scopes
 from localmem.retrieval.features import Signals, Sparse, asks_assistant, features
 from localmem.retrieval.packing import rrf
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.retrieval.scorer import FEATURES, Weights
+from localmem.retrieval.scorer_file import weights_for
 from localmem.retrieval.speaker_query import first_person
 from localmem.storage.reads import queries
 from localmem.storage.reads.queries import Filter
@@ -361,12 +362,12 @@ def earlier_mask(tm: TurnMirror, turn_id: int) -> np.ndarray:
     return mask
 
 
-def retrieve(
-    store: Store, query: str, flt: Filter, k: int, weights: Weights = DEFAULT_WEIGHTS
-) -> list[tuple[int, float]]:
+def retrieve(store: Store, query: str, flt: Filter, k: int, weights: Weights | None = None) -> list[tuple[int, float]]:
     """The read path's ranking without the budget: the ``k`` pool turns most likely to
     be evidence for ``query``, as (turn id, probability), best first. CABLE's
-    construction searches with this, so its links complement what reconstruct finds."""
+    construction searches with this, so its links complement what reconstruct finds.
+    ``weights``: default those of the store's embedder (``scorer_file.weights_for``)."""
+    weights = weights_for(store.embedder) if weights is None else weights
     pool = candidate_pool(store, query, flt, weights)
     if pool is None:
         return []

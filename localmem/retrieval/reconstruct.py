@@ -26,7 +26,8 @@ from localmem.retrieval import cable
 from localmem.retrieval import scope as scopes
 from localmem.retrieval.packing import Candidate, pack, render, turn_line
 from localmem.retrieval.pool import Pool, candidate_pool
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS, Weights, value_order
+from localmem.retrieval.scorer import Weights, value_order
+from localmem.retrieval.scorer_file import weights_for
 from localmem.retrieval.second_hop import second_pool
 from localmem.storage.reads import queries
 from localmem.storage.reads.queries import Filter, TurnRow
@@ -41,7 +42,7 @@ def reconstruct(
     as_of: str | None = None,
     scope: str | ProjectScope | None = None,
     *,
-    weights: Weights = DEFAULT_WEIGHTS,
+    weights: Weights | None = None,
     recorder: Recorder | None = None,
     exclude_session: str | None = None,
 ) -> Context:
@@ -50,11 +51,14 @@ def reconstruct(
     source or session key, or a project: ``project:PATH`` or a ``ProjectScope``; see
     ``retrieval.scope``). ``recorder``, when given, keeps what the read decided (``trace``).
     ``exclude_session``: a session key whose turns are left out (an agent's current session,
-    which its context holds already)."""
+    which its context holds already). ``weights``: the scorer's (default: those of the
+    embedder that reads, ``scorer_file.weights_for``)."""
     budget_tokens, flt = read_args(store, query, budget_tokens, as_of, scope)
     if exclude_session:
         flt = replace(flt, exclude=exclude_session)
     with store.snapshot():  # pool, rows and CABLE read one commit, whoever writes meanwhile
+        # inside the snapshot: a store that follows a reembed reads with the new embedder
+        weights = weights_for(store.embedder) if weights is None else weights
         pool = candidate_pool(store, query, flt, weights if recorder is None else None)
         if pool is None:
             return Context(query, "", 0, budget_tokens, (), {"candidates": 0})

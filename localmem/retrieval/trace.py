@@ -24,7 +24,7 @@ from typing import Any
 from localmem.records import Context
 from localmem.retrieval.packing import context_words, line_words
 from localmem.retrieval.reconstruct import Recorder, reconstruct
-from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.retrieval.scorer import FEATURES, Weights
 from localmem.storage.reads.queries import TurnRow
 from localmem.storage.write.store import Store
 from localmem.util.text import words_for_tokens
@@ -79,7 +79,7 @@ def trace(
     as_of: str | None = None,
     scope: str | None = None,
     *,
-    weights: Weights = DEFAULT_WEIGHTS,
+    weights: Weights | None = None,
 ) -> Trace:
     """``reconstruct(store, query, budget_tokens, as_of, scope)`` with every candidate
     turn, its reason, score, features and fate (see the module docstring)."""
