@@ -34,6 +34,7 @@ from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_b
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.models.embedding import Embedder
+from localmem.retrieval import scorer_file
 from localmem.retrieval.pool import Pool, candidate_pool
 from localmem.retrieval.reconstruct import assemble
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
@@ -243,9 +244,9 @@ def evaluate(
     shipped: Weights = DEFAULT_WEIGHTS,
 ) -> tuple[dict[tuple[str, str, int], Tally], Weights, dict[tuple[str, int], Weights]]:
     """Tallies per (data set, weights, budget) for shipped / held-out / in-sample weights
-    (``free``: see ``_fit``)."""
-    folds = {f: _fit([q for q in questions if q.fold != f], free) for f in sorted({q.fold for q in questions})}
-    full = _fit(questions, free)
+    (``free``: see ``_fit``, on top of ``shipped``)."""
+    folds = {f: _fit([q for q in questions if q.fold != f], free, shipped) for f in sorted({q.fold for q in questions})}
+    full = _fit(questions, free, shipped)
     tallies: dict[tuple[str, str, int], Tally] = {}
     for q in questions:
         for name, w in (("shipped", shipped), ("held-out", folds[q.fold]), ("in-sample", full)):
@@ -272,12 +273,20 @@ def run(
     lme_train: Path | None = None,
     lme_train_workdir: Path | None = None,
     lme_train_limit: int | None = None,
+    write_scorer: bool = False,
 ) -> dict[str, Any]:
     """``free``: fit only these features on top of the shipped weights (see ``_fit``);
     None refits every weight. ``merged_workdir``: also the ``lme`` questions asked of
     the merged store there. ``lme_train``: a second LongMemEval file (say train289)
     asked per haystack, reported as ``longmemeval-train``; its questions take folds by
-    index mod 6 as well. Every data set weighs as much as LoCoMo in the fit."""
+    index mod 6 as well. Every data set weighs as much as LoCoMo in the fit.
+    "shipped" is what a read with ``embedder`` scores with (its folder's scorer file, else
+    the built-in weights); ``write_scorer``: write the weights fitted on all folds into
+    the embedder folder's scorer file (``retrieval/scorer_file``)."""
+    shipped = scorer_file.weights_for(embedder)
+    target = scorer_file.scorer_path(embedder) if write_scorer else None
+    if write_scorer and target is None:
+        raise InputError("--write-scorer writes into the embedder's folder: give --embedder FOLDER (an ONNX folder)")
     unknown = [f for f in free or () if f not in FEATURES]
     if unknown:
         raise InputError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
@@ -313,7 +322,7 @@ def run(
             for q in qs:
                 q.weight = n_locomo / len(qs)
             questions += qs
-        tallies, full, folds = evaluate(stores, questions, budgets, mask)
+        tallies, full, folds = evaluate(stores, questions, budgets, mask, shipped)
     finally:
         for s in stores:
             s.close()
@@ -324,7 +333,7 @@ def run(
         row = {"weights": name, "budget": b, **{g: round(100 * t.mean(g), 1) for g in groups}}
         row["all_found"] = round(100 * t.all_found("all"), 1)
         by_ds.setdefault(ds, []).append(row)
-    return {
+    result = {
         "benchmark": "fit",
         "questions": {ds: sum(1 for q in questions if q.table == ds) for ds in by_ds},
         "features": list(FEATURES),
@@ -334,6 +343,27 @@ def run(
             for f, w in folds.items()
         },
         "rows": by_ds,
+    }
+    if target is not None:
+        scorer_file.write_weights(
+            target, full, embedder.model_id, _provenance(result, [data, lme, merged_workdir, lme_train])
+        )
+        result["scorer_file"] = str(target)
+    return result
+
+
+def _provenance(result: dict[str, Any], inputs: Sequence[Path | None]) -> dict[str, Any]:
+    """What a scorer file records about its fit: the inputs, the questions per data set
+    and the held-out recall ("all") per budget, the figures to expect on unseen data."""
+    held = {
+        ds: {str(r["budget"]): r["all"] for r in rows if r["weights"] == "held-out"}
+        for ds, rows in result["rows"].items()
+    }
+    return {
+        "by": "localmem bench fit --write-scorer",
+        "inputs": [str(p) for p in inputs if p is not None],
+        "questions": result["questions"],
+        "held_out_recall": held,
     }
 
 
@@ -356,4 +386,6 @@ def table(result: dict[str, Any]) -> str:
         + ", ".join(f"{n} {c}" for n, c in zip(result["features"], fw["coef"], strict=True))
         + f", intercept {fw['intercept']}"
     )
+    if "scorer_file" in result:
+        lines.append(f"written to {result['scorer_file']} (every read with this embedder scores with them)")
     return "\n".join(lines)

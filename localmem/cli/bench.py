@@ -177,6 +177,11 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--lme-train-workdir", type=Path, help="the --lme-train question stores (default: --workdir)")
     c.add_argument("--lme-train-limit", type=int, help="only the first N --lme-train questions with evidence")
     c.add_argument("--free", help="fit only these comma-separated features on top of the shipped weights")
+    c.add_argument(
+        "--write-scorer",
+        action="store_true",
+        help="write the weights fitted on all folds to scorer.json in the --embedder folder (docs/models.md)",
+    )
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="fit")
 
@@ -292,7 +297,7 @@ def _measure(args: argparse.Namespace, settings: Settings, workdir: Path, log: L
             args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
             args.lme, args.lme_workdir, args.built_only,
             [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
-            args.merged, args.lme_train, args.lme_train_workdir, args.lme_train_limit,
+            args.merged, args.lme_train, args.lme_train_workdir, args.lme_train_limit, args.write_scorer,
         )  # fmt: skip
         return result, fit.table(result)
     return _recall(args, settings, workdir, embedder, log)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,41 @@ def test_depth_grows_with_the_visible_store_and_is_bounded(visible: int, want: i
 
     assert depth(30, 3000, visible) == want
     assert depth(30, 0, visible) == 30
+
+
+class _FolderHash(HashEmbedder):
+    """The hash embedder with a model folder (where an ONNX embedder keeps scorer.json)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+
+
+def test_write_scorer_puts_the_fitted_weights_where_reads_take_them(tmp_path: Path) -> None:
+    from localmem.retrieval import scorer_file
+
+    data, emb = _locomo(tmp_path), _FolderHash(tmp_path / "model")
+    first = fit.run(data, [40, 1000], tmp_path / "w", emb, load_settings(), write_scorer=True)
+    doc = json.loads((emb.folder / "scorer.json").read_text("utf-8"))
+    assert doc["embedder"] == emb.model_id and doc["features"] == first["features"]
+    assert [round(c, 3) for c in doc["coef"]] == first["fitted_weights"]["coef"]
+    assert doc["fitted"]["questions"] == {"locomo": 4} and set(doc["fitted"]["held_out_recall"]["locomo"]) == {
+        "40",
+        "1000",
+    }
+    assert first["scorer_file"] == str(emb.folder / "scorer.json") and "written to" in fit.table(first)
+
+    # the next fit's "shipped" is what a read with this embedder uses now: the weights just written
+    def recall(result: dict[str, Any]) -> dict[tuple[str, int], float]:
+        return {(r["weights"], r["budget"]): r["all"] for r in result["rows"]["locomo"]}
+
+    assert recall(first)[("shipped", 40)] != recall(first)[("in-sample", 40)]  # the built-in weights differ
+    again = recall(fit.run(data, [40, 1000], tmp_path / "w", emb, load_settings()))
+    assert all(again[("shipped", b)] == again[("in-sample", b)] for b in (40, 1000))
+    assert scorer_file.weights_for(emb) != fit.DEFAULT_WEIGHTS
+
+
+def test_write_scorer_needs_an_embedder_folder(tmp_path: Path) -> None:
+    proc = run_cli("bench", "fit", "--data", str(_locomo(tmp_path)), "--write-scorer", check=False)
+    assert proc.returncode == 3 and "--write-scorer" in proc.stderr and "--embedder FOLDER" in proc.stderr
