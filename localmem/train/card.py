@@ -56,4 +56,10 @@ localmem ships by default, so it embeds at the same speed.
 Reproduce: `localmem train embedder --data {record["data"]["path"]} --exclude
 {" --exclude ".join(record["data"]["excluded"]) or "-"} --out DIR` (the `train` extra).
 Figures (held out, against MiniLM): docs/benchmarks.md, "An embedder trained for memory".
+
+Scorer weights: the read path's scorer weighs this model's cosines; the weights fitted for
+it go in `scorer.json` beside this card, and every read with the folder uses them (without
+one, the weights fitted for MiniLM). Fit and write them on benchmark stores built with this
+folder: `localmem --embedder DIR bench fit --data locomo_dev.json --workdir W --lme
+longmemeval_s_dev60.json --lme-workdir H --merged M --write-scorer` (docs/models.md).
 """

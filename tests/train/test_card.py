@@ -43,6 +43,8 @@ def test_the_card_states_the_run() -> None:
         "68 steps over 2,116 pairs",
         "training\n  3,125.0 s wall / 1,100.5 s CPU",
         "--data train289.json.gz --exclude\ndev60.json --out DIR",
+        "`scorer.json` beside this card",
+        "--merged M --write-scorer",
     ):
         assert fact in text, fact
     assert "cache" not in text and "Cross-validation" not in text
