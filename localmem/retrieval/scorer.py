@@ -31,7 +31,9 @@ its question in the pool) to match the mean-of-fractions metric; leave-one-conve
 out validation gave the same recall as the in-sample fit. The other features' weights
 are fitted on top of those (the nine and the intercept held fixed) on LoCoMo dev and
 LongMemEval-S dev together (``localmem bench fit --lme``; docs/benchmarks.md); a feature
-that did not pay on both keeps weight 0.
+that did not pay on both keeps weight 0. All of them were fitted on MiniLM's features: an
+embedder folder carries its own weights in ``scorer.json`` (``scorer_file``), and a read
+with that embedder scores with those instead.
 """
 
 from __future__ import annotations
