@@ -37,6 +37,9 @@ CREATE INDEX sessions_repository ON sessions (repository) WHERE repository != ''
 -- index sqlite_autoindex_meta_1 on meta
 -- (made by SQLite, no sql)
 
+-- index sqlite_autoindex_mirror_snapshots_1 on mirror_snapshots
+-- (made by SQLite, no sql)
+
 -- index sqlite_autoindex_sessions_1 on sessions
 -- (made by SQLite, no sql)
 
@@ -254,6 +257,15 @@ CREATE TABLE mirror_epochs (
     id    INTEGER PRIMARY KEY CHECK (id = 1),
     turns INTEGER NOT NULL DEFAULT 0,
     cues  INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+-- table mirror_snapshots on mirror_snapshots
+CREATE TABLE mirror_snapshots (
+    mirror TEXT PRIMARY KEY CHECK (mirror IN ('turns', 'cues')),
+    epoch  INTEGER NOT NULL,  -- mirror_epochs.turns or .cues when it was written
+    newest INTEGER NOT NULL,  -- the newest row id it holds
+    header TEXT NOT NULL,     -- JSON: format, dim, rows, each array's name, dtype, shape, offset; speaker names
+    data   BLOB NOT NULL      -- the arrays' bytes, at the header's offsets
 ) STRICT;
 
 -- table model_call_totals on model_call_totals
@@ -531,6 +543,13 @@ END;
 -- trigger extracted_cues_fts_delete on cues
 CREATE TRIGGER extracted_cues_fts_delete AFTER DELETE ON cues WHEN old.kind != 'statement' BEGIN
     DELETE FROM extracted_cues_fts WHERE rowid = old.id;
+END;
+
+-- trigger mirror_snapshots_expire on mirror_epochs
+CREATE TRIGGER mirror_snapshots_expire AFTER UPDATE OF turns, cues ON mirror_epochs BEGIN
+    DELETE FROM mirror_snapshots
+    WHERE (mirror = 'turns' AND new.turns IS NOT old.turns)
+       OR (mirror = 'cues' AND new.cues IS NOT old.cues);
 END;
 
 -- trigger topic_turns_delete on topic_turns

@@ -58,6 +58,8 @@ class VectorMirror:
 
     table = ""  # the vector table (exact vectors)
     key = ""  # its id column
+    kind = ""  # its row in ``mirror_snapshots`` (``snapshots``) and its ``mirror_epochs`` column
+    saved: tuple[str, ...] = ("ids", "turns", "codes")  # the arrays a snapshot holds; the rest is derived from them
     # Load query: rows (row id, turn id, extra columns..., code) with id > ?, by id.
     load_sql = ""
     count_sql = ""
@@ -133,6 +135,14 @@ class VectorMirror:
     def _fill(self, sl: slice, cols: list[tuple[Any, ...]]) -> None:
         """Set the extra columns of rows ``sl`` from a chunk's columns."""
         self._put("turns", sl, cols[1])
+
+    def extra(self) -> dict[str, Any]:
+        """What a snapshot keeps besides the ``saved`` arrays (JSON values)."""
+        return {}
+
+    def restore(self, extra: dict[str, Any]) -> None:
+        """Complete a fresh mirror whose ``saved`` arrays were just set from a snapshot
+        (``extra`` as :meth:`extra` gave it); before anyone else holds it."""
 
     def _put(self, name: str, sl: slice, values: tuple[Any, ...]) -> None:
         """Set rows ``sl`` of the id array ``name``, widening it to int64 first if a value
@@ -218,7 +228,8 @@ def _resized(a: np.ndarray, n: int) -> np.ndarray:
 class CueMirror(VectorMirror):
     """The cue mirror also says which rows are statement cues (the model-free ones)."""
 
-    table, key = "cue_vec", "cue_id"
+    table, key, kind = "cue_vec", "cue_id", "cues"
+    saved = ("ids", "turns", "statement", "codes")
     load_sql = "SELECT cue_id, turn_id, statement, code FROM cue_codes WHERE cue_id > ? ORDER BY cue_id"
     count_sql = "SELECT count(*) FROM cue_codes WHERE cue_id > ?"
 
@@ -240,7 +251,8 @@ class TurnMirror(VectorMirror):
     order in session, words of its context line ("Speaker: text"), speaker (an index
     into ``names``) and time (epoch seconds, ``UNDATED`` when none). ``turns`` is ``ids``."""
 
-    table, key = "turn_vec", "turn_id"
+    table, key, kind = "turn_vec", "turn_id", "turns"
+    saved = ("ids", "session", "ord", "line_words", "speaker", "ts", "codes")
     load_sql = (
         "SELECT turn_id, turn_id, session_id, ord, words, speaker, ts, code FROM turn_codes "
         "WHERE turn_id > ? ORDER BY turn_id"
@@ -289,6 +301,18 @@ class TurnMirror(VectorMirror):
         self.speaker[sl] = spk
         self.line_words[sl] = np.array(cols[4], dtype=np.int32) + self._name_words[spk]
         self.ts[sl] = np.array([UNDATED if t is None else t for t in cols[6]], dtype=np.int64)
+
+    def extra(self) -> dict[str, Any]:
+        return {"names": self.names}
+
+    def restore(self, extra: dict[str, Any]) -> None:
+        names = extra.get("names")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("a turn mirror snapshot without its speaker names")
+        self.turns = self.ids
+        self.names = list(names)
+        self._name_index = {n: i for i, n in enumerate(self.names)}
+        self._name_words = np.array([len(n.split()) for n in self.names], dtype=np.int32)
 
     def speakers(self, pos: np.ndarray) -> list[str]:
         """The speaker names of mirror positions ``pos``."""
