@@ -43,7 +43,7 @@ def _open(path: Path) -> Store:
     return Store(path, embedder=HashEmbedder(), settings=Settings(db=path))
 
 
-def _sessions(first: int, n: int, speakers: tuple[str, ...] = ("Ana", "Ben")) -> list[SessionIn]:
+def _sessions(first: int, n: int, speakers: tuple[str, ...] = ("Ben", "Ana")) -> list[SessionIn]:
     out = []
     for k in range(first, first + n):
         turns = tuple(

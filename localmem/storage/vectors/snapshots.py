@@ -20,7 +20,7 @@ Invariants:
 - ``save`` is best-effort and never fails its caller: a short write transaction that waits
   at most ``SAVE_WAIT_MS`` for the lock, checks that the counters are still those the
   mirrors were loaded at (else it writes nothing) and skips a table whose stored snapshot
-  already reaches as far; any SQLite error, a read-only store included, leaves the store
+  already reaches further; any SQLite error, a read-only store included, leaves the store
   as it was and returns False.
 """
 
@@ -37,8 +37,8 @@ import numpy as np
 from localmem.errors import StoreError
 from localmem.storage.engine import db
 from localmem.storage.engine.db import Conn
-from localmem.storage.vectors.stored import read_vectors
 from localmem.storage.vectors import table_mirror
+from localmem.storage.vectors.stored import read_vectors
 from localmem.storage.vectors.table_mirror import VectorMirror
 
 log = logging.getLogger("localmem.mirrors")
@@ -75,7 +75,7 @@ def load(conn: Conn, empty: M, epoch: int) -> M | None:
             blob.read_into(buf.data)
         finally:
             blob.close()
-        mirror = _restored(empty, header, buf, newest)
+        mirror = _restored(type(empty)(empty.dim), header, buf, newest)  # ``empty`` stays empty
     except (ValueError, TypeError, KeyError) as exc:
         log.warning("ignoring the %s mirror snapshot of %s: %s", empty.kind, conn.filename, exc)
         return None
@@ -155,8 +155,8 @@ def save(conn: Conn, mirrors: Sequence[tuple[VectorMirror, int]]) -> list[str]:
                 if int(conn.one(_EPOCH[mirror.kind])[0]) != epoch:
                     continue  # a forget or an update since the load: this state is no longer the table's
                 have = conn.execute(_FIND, (mirror.kind,)).fetchone()
-                if have is not None and int(have[1]) == epoch and int(have[2]) >= mirror.newest:
-                    continue  # another process saved as much already
+                if have is not None and int(have[1]) == epoch and int(have[2]) > mirror.newest:
+                    continue  # another process saved a newer state (an equal one may be one we could not read)
                 _write(conn, mirror, epoch)
                 written.append(mirror.kind)
     except (apsw.Error, StoreError) as exc:  # busy, read-only, full: the next reader tries again
