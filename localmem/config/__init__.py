@@ -17,7 +17,6 @@ Retrieval defaults are chosen by measurement (docs/benchmarks.md); docs/configur
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
@@ -133,6 +132,10 @@ def settings_from(environ: Mapping[str, str], **overrides: Any) -> Settings:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    # tomllib compiles its regexes at import (~9 ms of every start): only a process
+    # that has a config file to read pays for it
+    import tomllib
+
     try:
         return tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

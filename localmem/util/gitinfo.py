@@ -9,12 +9,13 @@ loses ``user:token@``), so a token in a remote URL is never stored or compared.
 
 from __future__ import annotations
 
-import configparser
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
+from localmem.util.lazyre import Lazy
+
+_USERINFO = Lazy(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,10 @@ def _read(root: Path, gitdir: Path, common: Path) -> Repo:
 
 
 def _remote(config: Path) -> str:
+    # configparser compiles its section and option patterns at import (~5 ms of every
+    # start): only a process that reads a repository's config pays for it
+    import configparser
+
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         parser.read(config, encoding="utf-8")

@@ -19,16 +19,18 @@ from __future__ import annotations
 import hashlib
 import re
 
+from localmem.util.lazyre import Lazy
+
 OPEN = "<localmem-context>"
 CLOSE = "</localmem-context>"
-_WRAPPED = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
+_WRAPPED = Lazy(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
 # The head lines a rendered context has (localmem.retrieval.packing): its note, a session
 # header "# <date> (session <key>)", a turn line "[<id>] <speaker>: <text>"; and the
 # labels a hook puts above its parts ("localmem: …").
 NOTE_PREFIX = "Recalled memory:"
 LABEL_PREFIX = "localmem: "
-_TURN_LINE = re.compile(r"\[(\d+)\][ ]")
-_HEADER = re.compile(r"# .*\(session .*\)$")
+_TURN_LINE = Lazy(r"\[(\d+)\][ ]")
+_HEADER = Lazy(r"# .*\(session .*\)$")
 QUOTE = "    "  # how a rendered turn indents its own continuation lines
 
 

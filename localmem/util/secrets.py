@@ -31,6 +31,8 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
+from localmem.util.lazyre import Lazy
+
 PLACEHOLDER = "[secret: {kind}]"
 
 # detect-secrets' plugins used, by their secret_type, with the kind we name. Left out:
@@ -66,53 +68,53 @@ NAMED_PLUGINS = frozenset(
     {"Cloudant Credentials", "IBM COS HMAC Credentials", "IBM Cloud IAM Key", "SoftLayer Credentials"}
 )
 Plugins = tuple[tuple[str, Callable[[str], Iterable[str]]], ...]
-_AWS_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
+_AWS_KEY_ID = Lazy(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
 
 _B = r"(?<![A-Za-z0-9_-])"  # not inside a longer token
 # Rules that match the secret itself: (kind, pattern, group holding the secret, 0 = all of it).
-RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+RULES: tuple[tuple[str, Lazy, int], ...] = (
     # A PEM block, real newlines or JSON-escaped ones (a GCP service-account file's
     # "private_key"); cut off (no END line): its base64 run.
     (
         "private-key",
-        re.compile(
+        Lazy(
             r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
             r"(?:.*?-----END \1-----|[A-Za-z0-9+/=\s\\:,-]*)",
             re.DOTALL,
         ),
         0,
     ),
-    ("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}"), 0),
-    ("openai-key", re.compile(_B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"), 0),
-    ("api-key", re.compile(_B + r"sk-[A-Za-z0-9]{32,}"), 0),
-    ("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0),
-    ("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"), 0),
-    ("stripe-key", re.compile(_B + r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"), 0),
-    ("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}"), 0),
-    ("google-oauth-secret", re.compile(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}"), 0),
-    ("huggingface-token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}"), 0),
-    ("npm-token", re.compile(_B + r"npm_[A-Za-z0-9]{36}"), 0),
-    ("digitalocean-token", re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}"), 0),
-    ("shopify-token", re.compile(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"), 0),
-    ("databricks-token", re.compile(_B + r"dapi[a-f0-9]{32}"), 0),
-    ("age-secret-key", re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), 0),
-    ("telegram-token", re.compile(r"(?<![0-9A-Za-z])\d{8,10}:AA[0-9A-Za-z_-]{33}"), 0),
+    ("anthropic-key", Lazy(_B + r"sk-ant-[A-Za-z0-9_-]{20,}"), 0),
+    ("openai-key", Lazy(_B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"), 0),
+    ("api-key", Lazy(_B + r"sk-[A-Za-z0-9]{32,}"), 0),
+    ("github-token", Lazy(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})"), 0),
+    ("slack-token", Lazy(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}"), 0),
+    ("slack-webhook", Lazy(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+"), 0),
+    ("stripe-key", Lazy(_B + r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"), 0),
+    ("google-api-key", Lazy(_B + r"AIza[0-9A-Za-z_-]{35}"), 0),
+    ("google-oauth-secret", Lazy(_B + r"GOCSPX-[A-Za-z0-9_-]{20,}"), 0),
+    ("huggingface-token", Lazy(_B + r"hf_[A-Za-z0-9]{30,}"), 0),
+    ("npm-token", Lazy(_B + r"npm_[A-Za-z0-9]{36}"), 0),
+    ("digitalocean-token", Lazy(_B + r"do[opr]_v1_[a-f0-9]{64}"), 0),
+    ("shopify-token", Lazy(_B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"), 0),
+    ("databricks-token", Lazy(_B + r"dapi[a-f0-9]{32}"), 0),
+    ("age-secret-key", Lazy(r"AGE-SECRET-KEY-1[0-9A-Z]{58}"), 0),
+    ("telegram-token", Lazy(r"(?<![0-9A-Za-z])\d{8,10}:AA[0-9A-Za-z_-]{33}"), 0),
 )
 # Rules that start at the secret's name (a key word, a header, a flag).
-NAMED_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+NAMED_RULES: tuple[tuple[str, Lazy, int], ...] = (
     (
         "aws-secret-key",
-        re.compile(
+        Lazy(
             r"(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret_?key)[\"']?\s*[:=]\s*[\"']?"
             r"([A-Za-z0-9/+=]{40})"
         ),
         1,
     ),
-    ("gcp-private-key-id", re.compile(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
+    ("gcp-private-key-id", Lazy(r"\"private_key_id\"\s*:\s*\"([a-f0-9]{40})\""), 1),
     (
         "bearer-token",
-        re.compile(
+        Lazy(
             r"(?i)\b(?:bearer|token|bot)\s+((?=[A-Za-z0-9._~+/-]*\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])"
             r"[A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])"
         ),
@@ -120,7 +122,7 @@ NAMED_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ),
     (
         "password",
-        re.compile(
+        Lazy(
             r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|api-key|apikey|secret)[= ]"
             r"([^\s\"'`$<{(\[-][^\s\"'`]{3,})"
         ),
@@ -128,12 +130,12 @@ NAMED_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ),
     (
         "basic-auth",
-        re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
+        Lazy(r"(?i)\bauthorization\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
         1,
     ),
     (
         "api-key",
-        re.compile(
+        Lazy(
             r"(?i)\b(?:x-api-key|api-key|x-auth-token|private-token|x-goog-api-key|anthropic-api-key)"
             r"\s*:\s*[\"']?([A-Za-z0-9._~+/=-]{12,})"
         ),
@@ -154,18 +156,16 @@ _NOT_SECRET_LAST = {
 _NOT_A_VALUE = {"none", "null", "nil", "true", "false", "undefined", "changeme", "redacted", "required", "optional"}
 # `KEY=value` and `key: value` anywhere (a .env file, a shell line, a sentence); a value
 # ends at a space, a quote or backquote, `#`, `,`, `;`, `)` or `]`.
-_ENV_LINE = re.compile(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*([\"']?)([^\s\"'`#,;)\]]+)\2")
-_COLON_LINE = re.compile(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:[ \t]+([^\s\"'`#,;)\]]+)")
-_QUOTED = re.compile(
-    r"([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*(?::=|=>|==|[:=])[ \t]*[@]?([\"'`])([^\"'`\s]{4,200})\3"
-)
-_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
-_CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_ENV_LINE = Lazy(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*([\"']?)([^\s\"'`#,;)\]]+)\2")
+_COLON_LINE = Lazy(r"(?<![A-Za-z_])([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:[ \t]+([^\s\"'`#,;)\]]+)")
+_QUOTED = Lazy(r"([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*(?::=|=>|==|[:=])[ \t]*[@]?([\"'`])([^\"'`\s]{4,200})\3")
+_IDENTIFIER = Lazy(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_CAMEL = Lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=.")
-_KEYISH = re.compile(r"[A-Za-z0-9_+/=-]{11,}")
-_NAMED = re.compile(r"(?i)pass|pwd|secret|token|key|credential|auth|bearer")
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+_KEYISH = Lazy(r"[A-Za-z0-9_+/=-]{11,}")
+_NAMED = Lazy(r"(?i)pass|pwd|secret|token|key|credential|auth|bearer")
+_PRIVATE = Lazy(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
 def redact(text: str) -> str:
@@ -210,7 +210,7 @@ def find(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
-def _matches(rules: Iterable[tuple[str, re.Pattern[str], int]], text: str) -> Iterator[tuple[int, int, str]]:
+def _matches(rules: Iterable[tuple[str, Lazy, int]], text: str) -> Iterator[tuple[int, int, str]]:
     """Every match of every rule, overlapping ones too (a value that runs into the next
     ``key: value`` must not hide it)."""
     for kind, pattern, group in rules:
@@ -219,7 +219,7 @@ def _matches(rules: Iterable[tuple[str, re.Pattern[str], int]], text: str) -> It
                 yield m.start(group), m.end(group), kind
 
 
-def _overlapping(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+def _overlapping(pattern: Lazy, text: str) -> Iterator[re.Match[str]]:
     m = pattern.search(text)
     while m is not None:
         yield m

@@ -29,10 +29,11 @@ import numpy as np
 from localmem.storage.engine import db
 from localmem.storage.engine.db import Conn
 from localmem.storage.engine.inlist import rows_in
+from localmem.util.lazyre import Lazy
 
 LIVE = ("turn_vec", "cue_vec", "turn_codes", "cue_codes")
-_NAMES = re.compile(r"\b(turn_vec|cue_vec|turn_codes|cue_codes)(\w*)")
-_TRIGGER = re.compile(r"CREATE TRIGGER .*?\bEND;", re.S)
+_NAMES = Lazy(r"\b(turn_vec|cue_vec|turn_codes|cue_codes)(\w*)")
+_TRIGGER = Lazy(r"CREATE TRIGGER .*?\bEND;", re.S)
 
 # Twins of migrations 0007 and 0010 for the next set, stricter: any change to what a
 # vector was made from drops the row, and the build embeds it again.
