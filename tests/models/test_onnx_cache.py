@@ -35,23 +35,42 @@ def built_from_source() -> Any:
 def test_saved_once_then_loaded_with_the_same_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "models"
     first = onnx_cache.session(ort, _packaged_onnx(), options, folder)
-    files = list(folder.glob("*.onnx"))
-    assert len(files) == 1 and files[0].stem == onnx_cache.cache_key(ort, _packaged_onnx())
-    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600 and stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary file left
+    (entry,) = folder.iterdir()
+    assert entry.name == onnx_cache.cache_key(ort, _packaged_onnx())
+    assert sorted(p.name for p in entry.iterdir()) == sorted([onnx_cache.GRAPH, onnx_cache.WEIGHTS])
+    # the weights in their own file (the graph alone is small): a load maps them
+    assert (entry / onnx_cache.WEIGHTS).stat().st_size > 100 * (entry / onnx_cache.GRAPH).stat().st_size
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in entry.iterdir())
+    assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(entry.stat().st_mode) == 0o700
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary folder left
 
     built: list[bytes] = []
     real_build = onnx_cache.build
     monkeypatch.setattr(onnx_cache, "build", lambda *a: built.append(b"") or real_build(*a))
     second = onnx_cache.session(ort, _packaged_onnx(), options, folder)
-    assert not built  # loaded from the file, nothing built
+    assert not built  # loaded from the files, nothing built
     assert onnx_cache.same_output(first, second) and onnx_cache.same_output(second, built_from_source())
+
+
+def test_an_entry_already_there_is_kept(tmp_path: Path) -> None:
+    """Two processes built at once: the second one's rename finds the first's entry and
+    drops its own, so a graph is never paired with another build's weights."""
+    folder = tmp_path / "models"
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    (entry,) = folder.iterdir()
+    first = {p.name: p.stat().st_ino for p in entry.iterdir()}
+    os.rename(entry / onnx_cache.GRAPH, tmp_path / "aside.onnx")  # the next process does not see it...
+    s = onnx_cache.session(ort, _packaged_onnx(), options, folder)  # ...builds, and finds the folder taken
+    os.rename(tmp_path / "aside.onnx", entry / onnx_cache.GRAPH)
+    assert {p.name: p.stat().st_ino for p in entry.iterdir()} == first
+    assert sorted(p.name for p in folder.iterdir()) == [entry.name]  # its own files gone
+    assert onnx_cache.same_output(s, built_from_source())
 
 
 def test_embedder_vectors_identical_with_and_without_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     cold = OnnxMiniLM().embed(TEXTS)  # builds and saves
-    assert list(onnx_cache.cache_dir().glob("*.onnx"))
+    assert list(onnx_cache.cache_dir().glob(f"*/{onnx_cache.GRAPH}"))
     warm = OnnxMiniLM().embed(TEXTS)  # loads the saved graph
     assert np.array_equal(cold, warm)
     monkeypatch.setattr(onnx_cache, "_ready", lambda folder: False)  # no cache at all
@@ -59,14 +78,15 @@ def test_embedder_vectors_identical_with_and_without_cache(tmp_path: Path, monke
     assert np.array_equal(OnnxMiniLM().embed(TEXTS), cold)
 
 
-def test_a_damaged_file_is_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damaged", [onnx_cache.GRAPH, onnx_cache.WEIGHTS])
+def test_a_damaged_entry_is_rebuilt(tmp_path: Path, damaged: str) -> None:
     folder = tmp_path / "models"
     onnx_cache.session(ort, _packaged_onnx(), options, folder)
-    (saved,) = folder.glob("*.onnx")
-    saved.write_bytes(saved.read_bytes()[:1000])  # cut short
+    (entry,) = folder.iterdir()
+    (entry / damaged).write_bytes((entry / damaged).read_bytes()[:1000])  # cut short
     again = onnx_cache.session(ort, _packaged_onnx(), options, folder)
     assert onnx_cache.same_output(again, built_from_source())
-    assert saved.stat().st_size > 1_000_000  # written anew
+    assert (entry / damaged).stat().st_size > 50_000  # written anew
 
 
 def test_a_graph_that_differs_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +94,7 @@ def test_a_graph_that_differs_is_never_used(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(onnx_cache, "same_output", lambda a, b: False)
     onnx_cache.session(ort, _packaged_onnx(), options, folder)
     key = onnx_cache.cache_key(ort, _packaged_onnx())
-    assert not list(folder.glob("*.onnx")) and (folder / f"{key}.unusable").exists()
+    assert [p.name for p in folder.iterdir()] == [f"{key}.unusable"]
     onnx_cache.session(ort, _packaged_onnx(), options, folder)  # the marker: not tried again
     assert not [p for p in folder.iterdir() if p.suffix != ".unusable"]
 
