@@ -113,6 +113,8 @@ class OnnxMiniLM:
         except ImportError as exc:  # pragma: no cover - install problem
             raise ModelError(f"embedding runtime missing: {exc}; reinstall localmem") from exc
         path = self._model_path or _packaged_onnx()
+        tok = self._make_tokenizer()
+        tok.no_padding()  # batches are padded here, after sorting by length
         threads = self._threads or min(4, os.cpu_count() or 1)
 
         def options(level: Any) -> Any:
@@ -128,28 +130,10 @@ class OnnxMiniLM:
             opts.log_severity_level = 3
             return opts
 
-        # The session is loaded on a thread while this one makes the tokenizer: onnxruntime
-        # lets go of the GIL while it reads a saved graph (~35 ms), and importing tokenizers
-        # and reading the vocabulary take ~30 ms (issue 41: a query process's start).
-        done: list[Any] = []
-
-        def load_session() -> None:
-            try:
-                done.append(onnx_cache.session(ort, Path(path), options))
-            except Exception as exc:  # onnxruntime raises its own exception types
-                done.append(exc)
-
-        worker = threading.Thread(target=load_session, name="localmem-model-load")
-        worker.start()
         try:
-            tok = self._make_tokenizer()
-            tok.no_padding()  # batches are padded here, after sorting by length
-        finally:
-            worker.join()
-        if not done or isinstance(done[0], Exception):
-            cause = done[0] if done else None
-            raise ModelError(f"cannot load embedding model {path}: {cause or 'the loading thread stopped'}") from cause
-        self._session = done[0]
+            self._session = onnx_cache.session(ort, Path(path), options)
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise ModelError(f"cannot load embedding model {path}: {exc}") from exc
         self._tokenizer = tok
         self._inputs = {i.name for i in self._session.get_inputs()}  # token_type_ids is optional
         heap.release()  # the graph optimisation's scratch memory (~65 MB) and the model bytes would stay resident
