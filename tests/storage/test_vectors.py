@@ -10,7 +10,9 @@ from localmem.config import Settings
 from localmem.errors import EmbedderMismatch
 from localmem.records import SessionIn, TurnIn
 from localmem.storage.engine import db
+from localmem.storage.vectors.mirrors import _positions
 from localmem.storage.vectors.stored import UNDATED, quantize
+from localmem.storage.vectors.table_mirror import TurnMirror
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
 
@@ -198,3 +200,20 @@ def test_reindex_to_another_dimension_is_a_clear_error(tmp_path: Path, garden_se
     with pytest.raises(EmbedderMismatch, match="holds vectors of embedder 'small' \\(32-d\\)"):
         a.turn_mirror()
     a.close()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_cue_positions_by_table_and_by_search_agree(sparse: bool) -> None:
+    """A view's cue -> turn positions: through a table by id when turn ids are dense, by
+    binary search when not; both say -1 for an id the turn mirror lacks."""
+    rng = np.random.default_rng(3)
+    ids = np.sort(rng.choice(np.arange(1, 5000), 3000, replace=False)).astype(np.int32)
+    if sparse:
+        ids = np.concatenate([ids, np.array([2**31 - 2], dtype=np.int32)])
+    turn = TurnMirror(8)
+    turn.ids = ids
+    asked = np.concatenate([rng.integers(-5, 5100, 20000), ids[:50], [0, -1, int(ids[-1]), int(ids[-1]) + 1]])
+    pos = _positions(turn, asked.astype(ids.dtype))
+    assert pos.dtype == np.int32
+    assert np.array_equal(pos, turn.index_of(asked))
+    assert (pos[np.isin(asked, ids, invert=True)] == -1).all()

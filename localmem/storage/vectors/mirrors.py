@@ -36,6 +36,7 @@ _EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
 # Rows a connection loads one by one beyond the stored snapshot before it saves a new one:
 # ~17 ms of loading against ~50 ms to write a 100k-turn store's snapshot, once.
 SNAPSHOT_ROWS = 10_000
+DENSE_SLACK = 65_536  # ids up to 2 x rows + this are looked up through a table by id (<= 4 bytes per id)
 M = TypeVar("M", bound=VectorMirror)
 
 
@@ -46,13 +47,30 @@ class MirrorView:
     def __init__(self, turn: TurnMirror, cue: CueMirror) -> None:
         self.turn = turn
         self.cue = cue
-        self.cue_pos = np.empty(len(cue.turns), dtype=np.int32)
-        for start in range(0, len(cue.turns), CHUNK * 32):  # bounded temporaries on a big store
-            part = slice(start, start + CHUNK * 32)
-            self.cue_pos[part] = turn.index_of(cue.turns[part])
+        self.cue_pos = _positions(turn, cue.turns)
 
     def nbytes(self, *, held: bool = True) -> int:
         return self.turn.nbytes(held=held) + self.cue.nbytes(held=held) + int(self.cue_pos.nbytes)
+
+
+def _positions(turn: TurnMirror, ids: np.ndarray) -> np.ndarray:
+    """Each of turn ids ``ids``'s position in ``turn`` (-1 where absent), as int32."""
+    out = np.empty(len(ids), dtype=np.int32)
+    held = turn.ids
+    if len(held) and int(held[0]) >= 0 and int(held[-1]) < 2 * len(held) + DENSE_SLACK:
+        # ids nearly 1..n (the usual store): a table by id answers in one pass (~1 ms for
+        # 180k cues, against ~6 ms of binary searches)
+        table = np.full(int(held[-1]) + 1, -1, dtype=np.int32)
+        table[held] = np.arange(len(held), dtype=np.int32)
+        for start in range(0, len(ids), CHUNK * 32):  # bounded temporaries on a big store
+            part = ids[start : start + CHUNK * 32]
+            inside = (part >= 0) & (part <= held[-1])
+            out[start : start + len(part)] = np.where(inside, table[np.where(inside, part, 0)], -1)
+        return out
+    for start in range(0, len(ids), CHUNK * 32):
+        rows = slice(start, start + CHUNK * 32)
+        out[rows] = turn.index_of(ids[rows])
+    return out
 
 
 class Mirrors:
