@@ -204,6 +204,24 @@ def test_a_rolled_back_forget_keeps_the_snapshot_and_rolled_back_rows_are_never_
     b.close()
 
 
+def test_a_store_from_before_the_snapshots_migrates_and_reads_as_before(tmp_path: Path) -> None:
+    """A store of schema 16 (no snapshot table): opening it migrates to 17 with no
+    snapshot, the first read loads row by row and saves one, the next takes it."""
+    path = tmp_path / "m.db"
+    store = _open(path)
+    store.write_sessions(_sessions(0, 30))
+    with db.transaction(store.conn):  # back to what version 16 made
+        store.conn.execute("DROP TRIGGER mirror_snapshots_expire")
+        store.conn.execute("DROP TABLE mirror_snapshots")
+        store.conn.execute("PRAGMA user_version = 16")
+    store.close()
+    assert _check_fresh(path) == {"turns": 0, "cues": 0}
+    again = _open(path)
+    assert db.user_version(again.conn) == len(db.migrations()) and set(_stored(again)) == {"turns", "cues"}
+    again.close()
+    assert _check_fresh(path)["turns"] > 0
+
+
 def test_a_save_after_a_forget_by_another_connection_writes_nothing(tmp_path: Path) -> None:
     """The mirrors were loaded before another connection's forget: their state is no
     longer the table's, and the save must see it in its own transaction."""
