@@ -21,7 +21,7 @@ Invariants:
   at most ``SAVE_WAIT_MS`` for the lock, checks that the counters are still those the
   mirrors were loaded at (else it writes nothing) and skips a table whose stored snapshot
   already reaches further; any SQLite error, a read-only store included, leaves the store
-  as it was and returns False.
+  as it was and returns no table.
 """
 
 from __future__ import annotations
