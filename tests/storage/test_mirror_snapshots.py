@@ -37,6 +37,7 @@ WORDS = ["garden", "bicycle", "chain", "tomato", "violin", "harbor", "lantern", 
 def _save_often(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection that loads a row beyond the stored snapshot saves a new one."""
     monkeypatch.setattr(mirrors_mod, "SNAPSHOT_ROWS", 0)
+    monkeypatch.setattr(mirrors_mod, "SNAPSHOT_SHARE", 10**9)
 
 
 def _open(path: Path) -> Store:
@@ -132,6 +133,24 @@ def test_a_fresh_connection_takes_the_snapshot_and_the_rows_after_it(tmp_path: P
     restored = _check_fresh(path)
     assert 0 < restored["turns"] < int(store.conn.one("SELECT count(*) FROM turns")[0])
     assert restored["cues"] > 0
+    store.close()
+
+
+def test_a_big_table_is_saved_again_only_after_a_tenth_more_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mirrors_mod, "SNAPSHOT_SHARE", 10)
+    path = tmp_path / "m.db"
+    store = _open(path)
+    store.write_sessions(_sessions(0, 60))
+    _check_fresh(path)
+    first = _stored(store)["turns"]
+    rows = int(store.conn.one("SELECT count(*) FROM turn_codes")[0])
+    store.write_sessions(_sessions(60, 1))  # 1-3 turns: fewer than a tenth of the table
+    assert _check_fresh(path)["turns"] == rows and _stored(store)["turns"] == first
+    store.write_sessions(_sessions(61, 12))  # now more than a tenth
+    _check_fresh(path)
+    assert _stored(store)["turns"][1] > first[1]
     store.close()
 
 

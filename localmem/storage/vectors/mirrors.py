@@ -14,10 +14,11 @@ Invariants:
   will be reused;
 - a table reloaded whole starts from its snapshot in the store when one was written at
   its current counter (:mod:`localmem.storage.vectors.snapshots`), which gives the same
-  arrays. A connection that loaded more than ``SNAPSHOT_ROWS`` rows beyond the stored
-  snapshot (or with none) saves a new one after its own read snapshot ends, in a short
-  write transaction of its own that gives up at once when busy; never inside a caller's
-  transaction, so only committed rows are saved, and never failing the read.
+  arrays. A connection that loaded more than ``SNAPSHOT_ROWS`` rows (or a tenth of the
+  table, when more) beyond the stored snapshot, or with none, saves a new one after its
+  own read snapshot ends, in a short write transaction of its own that waits at most
+  50 ms for the lock; never inside a caller's transaction, so only committed rows are
+  saved, and never failing the read.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ from localmem.storage.vectors.table_mirror import CHUNK, CueMirror, TurnMirror, 
 
 _EPOCHS = "SELECT turns, cues FROM mirror_epochs WHERE id = 1"
 # Rows a connection loads one by one beyond the stored snapshot before it saves a new one:
-# ~17 ms of loading against ~50 ms to write a 100k-turn store's snapshot, once.
+# SNAPSHOT_ROWS (~17 ms of loading, against ~100 ms to write a 100k-turn store's 18 MB
+# snapshot once), or a tenth of the table when that is more, so a big store (1M turns:
+# ~180 MB) is not rewritten every 10,000 rows.
 SNAPSHOT_ROWS = 10_000
+SNAPSHOT_SHARE = 10
 DENSE_SLACK = 65_536  # ids up to 2 x rows + this are looked up through a table by id (<= 4 bytes per id)
 M = TypeVar("M", bound=VectorMirror)
 
@@ -171,7 +175,12 @@ class Mirrors:
         return empty if got is None else got
 
     def _unsaved(self, *mirrors: VectorMirror) -> list[VectorMirror]:
-        return [m for m in mirrors if len(m.ids) - self._saved.get(m.kind, 0) > SNAPSHOT_ROWS]
+        due = []
+        for m in mirrors:
+            saved = self._saved.get(m.kind, 0)
+            if len(m.ids) - saved > max(SNAPSHOT_ROWS, saved // SNAPSHOT_SHARE):
+                due.append(m)
+        return due
 
     def _save(self) -> None:
         """Save the snapshot of each table loaded far beyond the stored one (best-effort).
