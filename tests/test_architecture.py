@@ -42,7 +42,9 @@ LAZY_ALLOWED = (
     "localmem.train",  # PyTorch (the train extra): loaded only by `localmem train` (cli/train.py)
     "onnx",  # the train extra: writing a trained model (train/export.py)
     "importlib.metadata",  # stdlib, but it loads the email package (~15 ms of every query's start)
-    "tomllib",  # stdlib, ~5 ms + ~9 ms of its regexes: the fast entry (resident/quick.py) reads the config file only when it names the store, config only when one exists
+    # stdlib, ~5 ms + ~9 ms of its regexes: read only when a config file exists (config) and,
+    # by the fast entry (resident/quick.py), only when it names the store
+    "tomllib",
     "configparser",  # stdlib, but it compiles its regexes at import (~5 ms): read only for a repository's remote
 )
 
