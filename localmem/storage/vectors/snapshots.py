@@ -61,7 +61,7 @@ def load(conn: Conn, empty: M, epoch: int) -> M | None:
     when one was written at counter ``epoch`` and reads back whole; else None. Reads in
     the caller's snapshot (one read transaction)."""
     try:
-        row = conn.execute(_FIND, (empty.kind,)).fetchone()
+        row = _find(conn, empty.kind)
     except apsw.SQLError:  # a store opened read-only before migration 0017: no table
         return None
     if row is None or int(row[1]) != epoch:
@@ -84,6 +84,12 @@ def load(conn: Conn, empty: M, epoch: int) -> M | None:
     else:
         mirror.held = None
     return mirror
+
+
+def _find(conn: Conn, kind: str) -> tuple[Any, ...] | None:
+    # every row read, so no half-stepped statement is left holding a read (db.Conn.one)
+    rows = conn.execute(_FIND, (kind,)).fetchall()
+    return rows[0] if rows else None
 
 
 def _restored(mirror: M, header: dict[str, Any], buf: np.ndarray, newest: int) -> M:
@@ -154,7 +160,7 @@ def save(conn: Conn, mirrors: Sequence[tuple[VectorMirror, int]]) -> list[str]:
             for mirror, epoch in mirrors:
                 if int(conn.one(_EPOCH[mirror.kind])[0]) != epoch:
                     continue  # a forget or an update since the load: this state is no longer the table's
-                have = conn.execute(_FIND, (mirror.kind,)).fetchone()
+                have = _find(conn, mirror.kind)
                 if have is not None and int(have[1]) == epoch and int(have[2]) > mirror.newest:
                     continue  # another process saved a newer state (an equal one may be one we could not read)
                 _write(conn, mirror, epoch)
