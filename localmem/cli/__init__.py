@@ -77,6 +77,12 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command("backup", "copy the database to a file, safely while it is in use", "memory", "add_backup"),
     Command(
+        "compact",
+        "rebuild the file without its free pages (what forgotten turns and old vectors left behind)",
+        "compact",
+        "add_compact",
+    ),
+    Command(
         "encrypt", "encrypt the store in place (SQLite3 Multiple Ciphers); or change its key", "secure", "add_encrypt"
     ),
     Command("decrypt", "rewrite an encrypted store as plaintext", "secure", "add_decrypt"),

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from localmem.cli.common import Subparsers, open_patient, print_json
+from localmem.cli.compact import say, shrink
 from localmem.config import Settings
 from localmem.models.registry import default_embedder
-from localmem.storage.engine import compact
 from localmem.storage.write import reembed
-from localmem.storage.write.store import Store
 from localmem.util.progress import Progress
 
 HELP = "embed every turn and cue again with another embedder, reads working throughout"
@@ -75,7 +73,7 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
                     bar.advance(done - base[0] - bar.done)
 
             report = reembed.reembed(store, target, batch=max(1, args.batch), on_batch=on_batch)
-        shrunk = _compact(store, settings) if args.compact else None
+        shrunk = shrink(store, settings) if args.compact else None
     if args.json:
         print_json(report.as_dict() | ({"compact": shrunk} if shrunk is not None else {}))
     elif not report.switched:
@@ -87,24 +85,6 @@ def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
             + (", resumed" if report.resumed else "")
             + f"; the store now uses it (was {report.previous})"
         )
-    if shrunk is not None and not args.json:
-        if shrunk["done"]:
-            print(f"compacted the file: {_mb(shrunk['bytes_before'])} -> {_mb(shrunk['bytes_after'])}")
-        else:
-            print(
-                f"localmem: could not compact the file ({shrunk['why']}); the reembed stands. "
-                "Stop the other localmem processes using the store and run `localmem reembed --compact` again",
-                file=sys.stderr,
-            )
+    if shrunk is not None:
+        say(shrunk, quiet=args.json, again="localmem reembed --compact")
     return 1 if shrunk is not None and not shrunk["done"] else 0
-
-
-def _compact(store: Store, settings: Settings) -> dict[str, Any]:
-    """VACUUM the store (``storage/engine/compact``): the file's size before and after, or why not."""
-    before = settings.db.stat().st_size
-    why = compact.rebuild(store.conn)
-    return {"done": not why, "why": why, "bytes_before": before, "bytes_after": settings.db.stat().st_size}
-
-
-def _mb(size: int) -> str:
-    return f"{size / 1e6:,.1f} MB"
