@@ -28,9 +28,9 @@ from localmem.storage.vectors.mirrors import MirrorView
 from localmem.storage.vectors.table_mirror import CueMirror, TurnMirror, VectorMirror
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
+from tests.helpers.notes import sessions as _sessions
 
 ROOT = Path(__file__).resolve().parents[2]
-WORDS = ["garden", "bicycle", "chain", "tomato", "violin", "harbor", "lantern", "pepper", "glacier", "orchid"]
 
 
 @pytest.fixture(autouse=True)
@@ -42,21 +42,6 @@ def _save_often(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _open(path: Path) -> Store:
     return Store(path, embedder=HashEmbedder(), settings=Settings(db=path))
-
-
-def _sessions(first: int, n: int, speakers: tuple[str, ...] = ("Ben", "Ana")) -> list[SessionIn]:
-    out = []
-    for k in range(first, first + n):
-        turns = tuple(
-            TurnIn(
-                text=f"Note {k}.{j}: {WORDS[(k + j) % 10]} and {WORDS[(3 * k + j) % 10]}. Then {WORDS[j % 10]}.",
-                speaker=speakers[(k + j) % len(speakers)],
-                timestamp=None if k % 7 == 0 else f"2024-{1 + k % 12:02d}-{1 + k % 28:02d}T10:00:00",
-            )
-            for j in range(1 + k % 3)
-        )
-        out.append(SessionIn(key=f"s{k}", turns=turns))
-    return out
 
 
 def _full(store: Store) -> MirrorView:
@@ -311,7 +296,7 @@ from pathlib import Path
 from localmem.config import Settings
 from localmem.storage.write.store import Store
 from tests.helpers.fakes import HashEmbedder
-from tests.storage.test_mirror_snapshots import _sessions
+from tests.helpers.notes import sessions as _sessions
 path = Path({path!r})
 store = Store(path, embedder=HashEmbedder(), settings=Settings(db=path))
 until, k, forgets = time.monotonic() + {seconds}, 1000, 0
