@@ -99,10 +99,13 @@ def test_the_wheel_carries_everything_and_runs_the_demo_from_its_own_files(tmp_p
     wheel = build_wheel(tmp_path / "dist")
     names = set(zipfile.ZipFile(wheel).namelist())
     migrations = sorted(p.name for p in (ROOT / "migrations").iterdir() if p.suffix == ".sql")
-    data = sorted(p.name for p in (ROOT / "localmem" / "data").iterdir() if p.is_file())
+    root = ROOT / "localmem" / "data"
+    data = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     assert migrations and {f"localmem/migrations/{m}" for m in migrations} <= names
     assert data and {f"localmem/data/{d}" for d in data} <= names
     assert "mcp_server/serve.py" in names and not any(n.startswith("tests/") for n in names)
+    trained = "localmem/data/embedders/localmem-chat-minilm-l6/"  # the default embedder, with its scorer
+    assert {trained + f for f in ("model.onnx", "tokenizer.json", "embedder.json", "scorer.json")} <= names
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
