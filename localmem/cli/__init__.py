@@ -264,7 +264,8 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.Argument
     p.add_argument("--db", help="database file (default: $LOCALMEM_DB or the user data dir)")
     p.add_argument(
         "--embedder",
-        help="embedding model: 'default' (MiniLM ONNX), a .gguf file or an ONNX embedder folder "
+        help="embedding model: 'default' (localmem-chat-minilm-l6, trained for memory), 'minilm', a .gguf file or "
+        "an ONNX embedder folder "
         "(default: $LOCALMEM_EMBEDDER or config)",
     )
     keyflags.add_key_file_flag(p)

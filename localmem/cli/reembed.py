@@ -32,7 +32,8 @@ def add_reembed(sub: Subparsers) -> None:
     )
     c.add_argument(
         "--model",
-        help="the new embedder: 'default' (the packaged MiniLM), an ONNX embedder folder, or a GGUF embedding "
+        help="the new embedder: 'default' (the packaged localmem-chat-minilm-l6), 'minilm' (the packaged "
+        "all-MiniLM-L6-v2), an ONNX embedder folder, or a GGUF embedding "
         "model file (see `localmem models`); default: the configured embedder",
     )
     c.add_argument("--batch", type=int, default=reembed.BATCH, help=f"turns per transaction (default {reembed.BATCH})")

@@ -1,4 +1,4 @@
-"""The embedders this machine has: the built-in one, and the ONNX embedder folders and GGUF
+"""The embedders this machine has: the two built-in ones, and the ONNX embedder folders and GGUF
 embedding models in Ollama's and LM Studio's model folders (``localmem models``).
 
 Ollama keeps a model as a manifest (``manifests/<registry>/<namespace>/<model>/<tag>``,
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localmem.errors import LocalmemError
-from localmem.models import gguf_meta, onnx_folder
+from localmem.models import gguf_meta, onnx_folder, registry
 from localmem.models.embedding import OnnxMiniLM
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
@@ -53,7 +53,14 @@ def lmstudio_roots() -> list[Path]:
 
 
 def builtin() -> list[Found]:
-    return [Found(OnnxMiniLM.model_id, "built-in", "onnx", "default", OnnxMiniLM.dim, "bert", True)]
+    """The packaged embedders: the default one trained for memory, then MiniLM."""
+    trained = registry.TRAINED_FOLDER
+    name = f"{registry.TRAINED}@{onnx_folder.weights_digest(trained / onnx_folder.MODEL_NAME)[:12]}"
+    dim = int(onnx_folder.read_config(trained)["dim"])
+    return [
+        Found(name, "built-in", "onnx", registry.TRAINED, dim, "bert", True, "the default"),
+        Found(OnnxMiniLM.model_id, "built-in", "onnx", registry.MINILM, OnnxMiniLM.dim, "bert", True),
+    ]
 
 
 def _gguf(name: str, source: str, path: Path) -> Found:

@@ -1,4 +1,4 @@
-"""Resolve a model setting ("default" or a file path) to a backend instance.
+"""Resolve a model setting ("default", a packaged name or a file path) to a backend instance.
 
 The only place that maps user-facing model names to classes, so the CLI, the MCP
 server and benchmarks agree on what "default" means.
@@ -15,15 +15,51 @@ from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.models.gguf_embedding import GGUFEmbedder
 from localmem.models.llm import LlamaGenerator, get_generator
 
+# The packaged embedders, by the spec a setting and a store's record name them with.
+# "default" is an alias (of the trained one since issue 39): a store records the
+# unambiguous spec, never "default", so a later change of default cannot reread a store
+# with another model. Stores written before that recorded "default" with MiniLM's
+# model id; the binding (storage/write/binding) loads those by their id, which
+# ``default_embedder`` also accepts.
+MINILM = "minilm"
+TRAINED = "localmem-chat-minilm-l6"
+DEFAULT = TRAINED
+BUILTIN = (TRAINED, MINILM)
+TRAINED_FOLDER = Path(__file__).resolve().parent.parent / "data" / "embedders" / TRAINED
+
+
+def trained_embedder() -> onnx_folder.OnnxFolderEmbedder:
+    """The packaged embedder trained for conversational memory (its folder carries its
+    own scorer weights, ``scorer.json``, and model card)."""
+    emb = onnx_folder.OnnxFolderEmbedder(TRAINED_FOLDER)
+    emb.spec = TRAINED
+    return emb
+
+
+def builtin_id(spec: str) -> str | None:
+    """The packaged embedder ``spec`` names, by its spec or model id (``None``: not one)."""
+    if spec in ("", "default"):
+        return DEFAULT
+    if spec in (MINILM, OnnxMiniLM.model_id):
+        return MINILM
+    if spec == TRAINED or (spec.startswith(TRAINED + "@") and TRAINED_FOLDER.is_dir()):
+        return TRAINED
+    return None
+
 
 def default_embedder(spec: str = "default") -> Embedder:
-    """The embedder a setting names: "default" (the packaged MiniLM), a .gguf or a .onnx
-    file, or an ONNX sentence-embedder folder (``models/onnx_folder.py``). Its ``spec``
-    (how to load it again: "default" or the absolute path) is what a store records."""
-    if spec in ("", "default", OnnxMiniLM.model_id):
+    """The embedder a setting names: "default" (the packaged embedder trained for memory,
+    ``localmem-chat-minilm-l6``), "minilm" (the packaged all-MiniLM-L6-v2), a .gguf or a
+    .onnx file, or an ONNX sentence-embedder folder (``models/onnx_folder.py``). A packaged
+    model's id names it too. Its ``spec`` (how to load it again: the packaged name or the
+    absolute path, never "default") is what a store records."""
+    which = builtin_id(spec)
+    if which == MINILM:
         emb = OnnxMiniLM()
-        emb.spec = "default"
+        emb.spec = MINILM
         return emb
+    if which == TRAINED:
+        return trained_embedder()
     path = Path(spec).expanduser()
     if onnx_folder.is_folder(path):
         folder = onnx_folder.OnnxFolderEmbedder(path)
@@ -45,7 +81,7 @@ def default_embedder(spec: str = "default") -> Embedder:
         onnx.spec = str(path.resolve())
         return onnx
     raise ConfigError(
-        f"unknown embedder {spec!r}: use 'default', a .gguf file, a MiniLM .onnx file or an ONNX embedder folder"
+        f"unknown embedder {spec!r}: use 'default', 'minilm', a .gguf file, a MiniLM .onnx file or an ONNX embedder folder"
     )
 
 

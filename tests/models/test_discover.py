@@ -95,7 +95,9 @@ def home() -> Path:
 def test_models_lists_the_embedders_of_both_folders(home: Path) -> None:
     out = json.loads(run("models", "--json").stdout)
     got = {(m["source"], m["name"]): m for m in out["models"]}
+    trained = default_embedder("default").model_id
     assert set(got) == {
+        ("built-in", trained),
         ("built-in", "all-MiniLM-L6-v2-onnx-int8"),
         ("ollama", "nomic-embed-text:latest"),
         ("ollama", "someone/qwen3-embedding:0.6b"),
@@ -108,7 +110,8 @@ def test_models_lists_the_embedders_of_both_folders(home: Path) -> None:
     assert got[("lmstudio", "chat-minilm")]["spec"] == str(
         home / ".cache" / "lm-studio" / "models" / "me" / "chat-minilm"
     )
-    assert got[("built-in", "all-MiniLM-L6-v2-onnx-int8")]["spec"] == "default"
+    assert got[("built-in", "all-MiniLM-L6-v2-onnx-int8")]["spec"] == "minilm"
+    assert got[("built-in", trained)]["spec"] == "localmem-chat-minilm-l6"  # the default
     assert out["configured"] == "default"
 
 
@@ -123,8 +126,9 @@ def test_all_adds_what_cannot_embed_with_why(home: Path) -> None:
     assert "nomic-embed-text:latest" in text and "[a text generator, not an embedding model]" in text
 
 
-def test_no_folders_lists_the_built_in_one() -> None:
-    assert [(f.source, f.spec) for f in discover.everything()] == [("built-in", "default")]
+def test_no_folders_lists_the_built_in_ones() -> None:
+    found = [(f.source, f.spec) for f in discover.everything()]
+    assert found == [("built-in", "localmem-chat-minilm-l6"), ("built-in", "minilm")]
 
 
 def test_a_gguf_that_is_not_an_embedding_model_is_refused(home: Path, tmp_path: Path) -> None:
@@ -135,7 +139,7 @@ def test_a_gguf_that_is_not_an_embedding_model_is_refused(home: Path, tmp_path: 
     run("demo", db=db)
     refused = run("reembed", "--model", str(chat), db=db, check=False)
     assert refused.returncode == 6 and "not an embedding model" in refused.stderr
-    assert json.loads(run("stats", "--json", db=db).stdout)["embedder"] == "all-MiniLM-L6-v2-onnx-int8"
+    assert json.loads(run("stats", "--json", db=db).stdout)["embedder"] == default_embedder("default").model_id
 
 
 def test_header_reader_skips_arrays_and_reads_what_matters(tmp_path: Path) -> None:

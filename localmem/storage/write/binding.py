@@ -38,12 +38,21 @@ def spec_of(embedder: Embedder) -> str | None:
     return spec if isinstance(spec, str) and spec else None
 
 
+def load_spec(rec: Recorded) -> str:
+    """The spec to load ``rec``'s embedder by. A record without one (stores bound before
+    specs were recorded) or with the alias "default" (stores written before the default
+    changed, issue 39: "default" then meant MiniLM) is loaded by its model id, which
+    names the packaged embedder that wrote it; "default" would load today's default."""
+    return rec.embedder_id if rec.spec in (None, "", "default") else rec.spec
+
+
 def matches(rec: Recorded | None, embedder: Embedder) -> bool:
     return rec is None or (rec.embedder_id == embedder.model_id and rec.dim == embedder.dim)
 
 
 def mismatch(path: Path, rec: Recorded, embedder: Embedder) -> EmbedderMismatch:
-    use = f"`--embedder {rec.spec}`" if rec.spec else f"the embedder {rec.embedder_id!r} it was written with"
+    spec = load_spec(rec)
+    use = f"`--embedder {spec}`" if spec != rec.embedder_id else f"the embedder {rec.embedder_id!r} it was written with"
     target = spec_of(embedder) or "M"
     return EmbedderMismatch(
         f"{path} holds vectors of embedder {rec.embedder_id!r} ({rec.dim}-d), but it was opened with "
@@ -61,7 +70,7 @@ def resolve(conn: Conn, path: Path, embedder: Embedder, follow: Loader | None) -
         return embedder
     if follow is None:
         raise mismatch(path, rec, embedder)
-    spec = rec.spec or rec.embedder_id  # stores bound before specs were recorded: MiniLM's id loads it
+    spec = load_spec(rec)
     try:
         loaded = follow(spec)
     except LocalmemError as exc:
