@@ -247,8 +247,17 @@ def test_no_file_no_env_gives_the_defaults(tmp_path: Path) -> None:
     assert config.default("retrieval.cable_tau") == RetrievalParams().cable_tau
     assert config.default("cable.kb") == CableParams().kb
     assert config.default("db") == config.default_db_path()
+    assert config.default("hooks.prompt_bar") is None  # unset: the reading embedder's own bar
     with pytest.raises(ConfigError, match="unknown setting"):
         config.default("retrieval.nope")
+
+
+def test_the_prompt_bar_is_unset_or_a_cosine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALMEM_HOOKS_PROMPT_BAR", "0.62")
+    assert load_settings().hooks.prompt_bar == 0.62
+    monkeypatch.setenv("LOCALMEM_HOOKS_PROMPT_BAR", "1.5")
+    with pytest.raises(ConfigError, match="hooks.prompt_bar must be between -1 and 1"):
+        load_settings()
 
 
 def test_precedence_file_env_argument(cfg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,8 @@ one new exchange of a transcript. Beside them: the interpreter alone, and the ho
 ``--help`` printed. The synthetic store's vectors are generated, not embedded, so the
 replies' content means nothing here; the time is the point.
 
-Calibration (``calibrate``): LoCoMo's conversations in one store (real MiniLM vectors);
+Calibration (``calibrate``): LoCoMo's conversations in one store (real vectors of the
+embedder measured, the configured one by default);
 each question asked once with its own conversation in scope (memory that bears on it
 exists) and once with another conversation in scope (it does not); the best cosine of a
 visible turn or sentence (``Context.stats["best_cosine"]``) for both, and for each bar
@@ -48,7 +49,7 @@ from localmem.storage.bench import synthetic as bench_rows
 from localmem.storage.engine import db
 
 FOLDERS = ("/home/dev/shop", "/home/dev/etl", "/home/dev/site", "/home/dev/infra")
-BARS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+BARS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
 def _env() -> dict[str, str]:
@@ -167,12 +168,15 @@ def _resident(store: Path, env: dict[str, str]) -> Iterator[float]:
         proc.wait(60)
 
 
-def calibrate(data: Path, work: Path, budget: int = 300) -> dict[str, Any]:
-    """The bar's trade-off on LoCoMo (module docstring)."""
+def calibrate(data: Path, work: Path, budget: int = 300, embedder: str = "default") -> dict[str, Any]:
+    """The bar's trade-off on LoCoMo (module docstring), with the embedder ``embedder``
+    names (a store of its own per embedder: ``calibrate-<model id>.db``)."""
     samples = metrics.read_benchmark(data, "locomo")
-    settings = Settings(db=work / "calibrate.db")
+    emb = default_embedder(embedder)
+    name = emb.model_id.replace("/", "_").replace("@", "-")
+    settings = Settings(db=work / f"calibrate-{name}.db", embedder=embedder)
     sources = [f"locomo:{s['sample_id']}" for s in samples]
-    with open_store(settings) as store:
+    with open_store(settings, embedder=emb) as store:
         for sample in samples:
             store.write_sessions(list(locomo_ingest.parse(data, sample=str(sample["sample_id"]))))
         pos: list[tuple[float, bool]] = []
@@ -199,6 +203,7 @@ def calibrate(data: Path, work: Path, budget: int = 300) -> dict[str, Any]:
             }
         )
     return {
+        "embedder": emb.model_id,
         "questions": len(pos),
         "budget": budget,
         "median_cosine_relevant": round(statistics.median(c for c, _ in pos), 3),

@@ -80,9 +80,9 @@ def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-hooks-"))
     work.mkdir(parents=True, exist_ok=True)
     if args.calibrate:
-        r = hooks_bench.calibrate(args.calibrate, work)
+        r = hooks_bench.calibrate(args.calibrate, work, embedder=settings.embedder)
         print(
-            f"LoCoMo: {r['questions']} questions, budget {r['budget']} tokens; median best cosine "
+            f"LoCoMo, {r['embedder']}: {r['questions']} questions, budget {r['budget']} tokens; median best cosine "
             f"{r['median_cosine_relevant']} (own conversation) vs {r['median_cosine_unrelated']} (another)"
         )
         print("| bar | relevant: get memory | unrelated: get memory | evidence in what relevant ones get |")

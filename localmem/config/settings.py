@@ -116,8 +116,10 @@ class HooksParams:
     session_budget: int = 800  # tokens of context a session start gets (where you left off, decided, open)
     prompt_budget: int = 300  # tokens of memory a prompt gets, when it clears the bar
     # A prompt gets memory only when a visible turn or sentence is at least this similar to it
-    # (cosine, MiniLM): `localmem bench hooks --calibrate` measured it (docs/capture.md).
-    prompt_bar: float = 0.5
+    # (cosine). None: the bar of the embedder that reads the store (its embedder.json's
+    # "prompt_bar"; MiniLM 0.5), as `localmem bench hooks --calibrate` measured it per model
+    # (docs/capture.md); a number set here wins for every embedder.
+    prompt_bar: float | None = None
     session_deadline: float = 8.0  # seconds; the installed entry gives the client 10
     prompt_deadline: float = 4.0  # seconds; the installed entry gives the client 5
     ingest_deadline: float = 50.0  # seconds (stop, compaction, session end); the client gives 60
@@ -132,7 +134,7 @@ class HooksParams:
 @dataclass(frozen=True)
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
-    embedder: str = "default"  # "default", a GGUF embedding model, a MiniLM .onnx file or an ONNX embedder folder
+    embedder: str = "default"  # "default" (follows the store), "minilm", a GGUF model, a .onnx file or an ONNX folder
     model: str | None = None  # GGUF chat model for enrichment; None: not configured
     n_gpu_layers: int | None = None  # None: all layers when llama.cpp can offload, else 0; -1: all
     n_ctx: int = 4096  # the generation model's context window (capped at its training size)

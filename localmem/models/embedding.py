@@ -36,6 +36,10 @@ from localmem.models import onnx_cache
 from localmem.util import heap
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+# The hooks' prompt bar (cosine a prompt's best visible turn or sentence must reach) for an
+# embedder that carries none: MiniLM's, calibrated by `localmem bench hooks --calibrate`
+# (docs/capture.md). A folder may carry its own (``onnx_folder``: embedder.json "prompt_bar").
+PROMPT_BAR = 0.5
 # Texts are sorted by token count and cut into batches of at most BATCH_SIZE rows and
 # at most BATCH_TOKENS padded tokens (rows * longest row). Measured with LoCoMo chat
 # turns on 2 Zen4 cores: batches past ~2k tokens get slower (activations leave L2),
@@ -54,6 +58,12 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 matrix of shape (len(texts), dim)."""
         ...
+
+
+def prompt_bar_of(embedder: Embedder) -> float:
+    """The hooks' prompt bar calibrated for ``embedder`` (``PROMPT_BAR`` when it has none)."""
+    bar = getattr(embedder, "prompt_bar", None)
+    return float(bar) if isinstance(bar, int | float) and not isinstance(bar, bool) else PROMPT_BAR
 
 
 def normalize(m: np.ndarray) -> np.ndarray:
@@ -89,6 +99,7 @@ class OnnxMiniLM:
     model_id = "all-MiniLM-L6-v2-onnx-int8"
     spec: str | None = None  # how the registry loads it again (set by the registry), recorded by a store
     dim = 384
+    prompt_bar = PROMPT_BAR  # the hooks' relevance bar on this model's cosines
 
     def __init__(
         self,

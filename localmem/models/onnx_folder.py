@@ -6,7 +6,10 @@ A folder holds ``model.onnx`` (inputs ``input_ids``, ``attention_mask`` and opti
 ``tokenizer.json`` (a ``tokenizers`` file) and ``embedder.json``::
 
     {"format": "localmem-onnx-embedder/1", "name": "localmem-chat-minilm", "dim": 384,
-     "max_tokens": 256, "pooling": "mean"}
+     "max_tokens": 256, "pooling": "mean", "prompt_bar": 0.5}
+
+(``prompt_bar``, optional, default 0.5: the hooks' relevance bar calibrated on this
+model's cosines, ``localmem bench hooks --calibrate``; the setting ``hooks.prompt_bar`` wins.)
 
 Invariants: ``model_id`` is ``<name>@<first 12 hex of the sha256 of model.onnx>``, so two
 folders with different weights never share an id (a store refuses the other's vectors)
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import ConfigError, ModelError
-from localmem.models.embedding import MAX_TOKENS, OnnxMiniLM
+from localmem.models.embedding import MAX_TOKENS, PROMPT_BAR, OnnxMiniLM
 
 FORMAT = "localmem-onnx-embedder/1"
 CONFIG_NAME = "embedder.json"
@@ -53,8 +56,9 @@ def read_config(folder: Path) -> dict[str, Any]:
         ("dim", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0, "must be a positive integer"),
         ("max_tokens", lambda v: isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 8192, "must be 8..8192"),
         ("pooling", lambda v: v == "mean", "must be 'mean'"),
+        ("prompt_bar", _cosine, "must be a number between -1 and 1"),
     )
-    defaults = {"max_tokens": MAX_TOKENS, "pooling": "mean"}
+    defaults: dict[str, Any] = {"max_tokens": MAX_TOKENS, "pooling": "mean", "prompt_bar": PROMPT_BAR}
     for key, ok, rule in checks:
         value = cfg.get(key, defaults.get(key))
         if value is None:
@@ -63,6 +67,10 @@ def read_config(folder: Path) -> dict[str, Any]:
             raise ConfigError(f"{where}: key {key!r} {rule}, got {value!r}")
         cfg[key] = value
     return cfg
+
+
+def _cosine(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and -1.0 <= v <= 1.0
 
 
 def weights_digest(path: Path) -> str:
@@ -83,6 +91,7 @@ class OnnxFolderEmbedder(OnnxMiniLM):
         digest = weights_digest(self.folder / MODEL_NAME)
         self.model_id = f"{self.config['name']}@{digest[:12]}"
         self.dim = int(self.config["dim"])
+        self.prompt_bar = float(self.config["prompt_bar"])
 
     def _make_tokenizer(self) -> Any:
         try:

@@ -9,7 +9,8 @@ when it clears the relevance bar. No model call.
   session (the agent has it), within ``hooks.prompt_budget``; given only when the best
   visible turn or sentence has a cosine of at least ``hooks.prompt_bar`` to the prompt
   (``Context.stats["best_cosine"]``: the scorer's own probabilities are relative to the
-  best hit, so they cannot say whether anything relevant exists at all).
+  best hit, so they cannot say whether anything relevant exists at all); left unset, the
+  bar is the reading embedder's own (``prompt_bar_of``: cosines differ per model).
 
 The text is rendered as ``reconstruct`` renders it (note, session headers, ``[id]
 speaker: text`` lines, quoted continuation lines) and wrapped in ``<localmem-context>``
@@ -31,6 +32,7 @@ from typing import Any
 import apsw
 
 from localmem.errors import LocalmemError, StoreLocked
+from localmem.models.embedding import prompt_bar_of
 from localmem.records import EvidenceTurn, ProjectScope
 from localmem.resident.wire import PROJECT_PREFIX, HookAsk
 from localmem.retrieval.packing import NOTE, escape, quote
@@ -124,11 +126,13 @@ def session_start(store: Store, project: ProjectScope, session_id: str, budget: 
     return Recalled(text, tuple(handed), query=DECIDED, tokens=tokens_for_words(count_words(text)))
 
 
-def prompt(store: Store, project: ProjectScope, session_id: str, text: str, budget: int, bar: float) -> Recalled:
-    """The memory relevant to ``text``, or nothing below ``bar``."""
+def prompt(store: Store, project: ProjectScope, session_id: str, text: str, budget: int, bar: float | None) -> Recalled:
+    """The memory relevant to ``text``, or nothing below ``bar`` (``None``: the bar of the
+    embedder that reads the store, ``prompt_bar_of``)."""
     ctx = reconstruct(store, text, budget, scope=project, exclude_session=session_id or None)
     best = float(ctx.stats.get("best_cosine", 0.0)) if ctx.turns else None
-    if best is None or best < bar:
+    # the store's embedder after the read: a store that follows its record may have switched
+    if best is None or best < (prompt_bar_of(store.embedder) if bar is None else bar):
         return Recalled("", (), best, query=text)
     body = render([_line_of(t) for t in ctx.turns])
     handed = tuple(RecallTurn(t.turn_id, t.reason, float(t.score), t.why) for t in ctx.turns)

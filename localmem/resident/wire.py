@@ -109,7 +109,9 @@ class HookAsk:
     session: str = ""  # the agent's session id: left out of what is recalled (the agent has it)
     prompt: str = ""
     budget: int = 0  # tokens
-    bar: float = 0.0  # a prompt gets memory only when the best cosine reaches it
+    # a prompt gets memory only when the best cosine reaches it; None: the bar of the
+    # embedder that reads the store (``Embedder.prompt_bar``, calibrated per model)
+    bar: float | None = None
 
 
 HOOK_EVENTS = ("session-start", "prompt")
@@ -197,9 +199,10 @@ def parse_hook(obj: Any) -> HookAsk:
     budget, bar = obj.get("budget"), obj.get("bar")
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         raise ValueError("query.budget must be a non-negative integer")
-    if not isinstance(bar, int | float) or isinstance(bar, bool):
-        raise ValueError("query.bar must be a number")
-    return HookAsk(obj["event"], obj["agent"], obj["project"], obj["session"], obj["prompt"], budget, float(bar))
+    if bar is not None and (not isinstance(bar, int | float) or isinstance(bar, bool)):
+        raise ValueError("query.bar must be a number or null")
+    given = None if bar is None else float(bar)
+    return HookAsk(obj["event"], obj["agent"], obj["project"], obj["session"], obj["prompt"], budget, given)
 
 
 class Refused(Exception):

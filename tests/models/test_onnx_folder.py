@@ -73,6 +73,8 @@ def test_a_store_refuses_vectors_of_another_embedder(folder: Path, tmp_path: Pat
         (lambda d: _config(d, format="other/1"), "key 'format'"),
         (lambda d: _config(d, pooling="cls"), "key 'pooling'"),
         (lambda d: _config(d, name="a@b"), "key 'name'"),
+        (lambda d: _config(d, prompt_bar=1.5), "key 'prompt_bar' must be a number between -1 and 1"),
+        (lambda d: _config(d, prompt_bar="high"), "key 'prompt_bar'"),
     ],
 )
 def test_a_bad_folder_is_a_config_error_naming_the_file_or_key(folder: Path, tmp_path: Path, edit, message) -> None:  # type: ignore[no-untyped-def]

@@ -241,7 +241,7 @@ H = wire.HookAsk("prompt", "codex", "/home/dev/garden", "s9", "Did Ben fix the b
         ({"event": "stop"}, "request: query.event must be one of session-start, prompt"),
         ({"project": "relative/dir"}, "request: query.project must be an absolute path"),
         ({"budget": -1}, "request: query.budget must be a non-negative integer"),
-        ({"bar": "high"}, "request: query.bar must be a number"),
+        ({"bar": "high"}, "request: query.bar must be a number or null"),
         ({"agent": None}, "request: query.agent must be a string"),
     ],
 )
@@ -265,6 +265,25 @@ def test_a_hook_is_answered_with_the_callers_bar(serving: ResidentServer, filled
     assert [(r.client, r.tool, r.session) for r in rows] == [
         ("hook:codex", "prompt", "s9")
     ]  # no row for nothing handed
+
+
+def test_a_hook_without_a_bar_gets_the_reading_embedders_own(
+    serving: ResidentServer, filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hooks.prompt_bar`` left unset travels as null: the bar is then the one calibrated for
+    the embedder that reads the store (``Embedder.prompt_bar``; an embedder folder carries
+    it in embedder.json), so a model whose cosines run higher is not let through by
+    MiniLM's 0.5; a number the caller set wins over it."""
+    unset = replace(H, bar=None)
+    got, _ = client.ask_hook(filled.settings, H, 5.0)
+    assert got is not None and got["text"]
+    monkeypatch.setattr(filled.embedder, "prompt_bar", got["best_cosine"] + 0.01, raising=False)
+    strict, _ = client.ask_hook(filled.settings, unset, 5.0)
+    assert strict is not None and strict["text"] == "" and strict["best_cosine"] == got["best_cosine"]
+    assert client.ask_hook(filled.settings, H, 5.0)[0] == got  # the caller's -1 wins
+    monkeypatch.setattr(filled.embedder, "prompt_bar", got["best_cosine"] - 0.01, raising=False)
+    loose, _ = client.ask_hook(filled.settings, unset, 5.0)
+    assert loose is not None and loose["text"] == got["text"]
 
 
 def raw(filled: Store, argv: list[str], change: dict[str, object] | None = None) -> dict[str, object]:
