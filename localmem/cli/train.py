@@ -54,7 +54,7 @@ def add_train_parser(sub: Any) -> None:
         "--model",
         action="append",
         default=[],
-        help="an embedder: 'default' or an ONNX embedder folder (repeatable; default: 'default')",
+        help="an embedder: 'default', 'minilm' or an ONNX embedder folder (repeatable; default: 'default')",
     )
     c.add_argument("--fold", type=int, help="only this fold of --folds (as `train embedder --fold`)")
     c.add_argument("--folds", type=int, default=5, help="folds for --fold (default 5)")

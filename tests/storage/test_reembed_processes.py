@@ -75,7 +75,7 @@ def _sessions() -> list[SessionIn]:
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store of 144 turns written with the packaged MiniLM (as `localmem ingest` would)."""
     path = tmp_path_factory.mktemp("base") / "m.db"
-    with Store(path, embedder=default_embedder("default"), settings=Settings(db=path)) as store:
+    with Store(path, embedder=default_embedder("minilm"), settings=Settings(db=path)) as store:
         store.write_sessions(_sessions())
     return path
 
@@ -183,7 +183,7 @@ def test_a_reembed_killed_half_way_resumes_to_the_same_store(base: Path, other: 
     assert 10 <= _built(killed) < 144  # killed mid-way, with batches committed
 
     with open_memory(killed) as mem:  # reads work meanwhile, on the old vectors
-        assert mem.store.embedder.model_id == default_embedder("default").model_id
+        assert mem.store.embedder.model_id == default_embedder("minilm").model_id
         assert mem.reconstruct(QUERIES[0], 300).turns
 
     report = json.loads(run("reembed", "--model", str(other), "--json", db=killed).stdout)

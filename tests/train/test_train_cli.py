@@ -31,12 +31,12 @@ def test_eval_ranks_held_out_evidence_per_embedder(tmp_path: Path) -> None:
     data = tmp_path / "lme.json"
     data.write_text(json.dumps(ITEMS))
     folder = make_folder(tmp_path / "copy")
-    proc = run("train", "eval", "--data", str(data), "--model", "default", "--model", str(folder), "--json")
+    proc = run("train", "eval", "--data", str(data), "--model", "minilm", "--model", str(folder), "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     # the 5 user turns: no evidence turn is the assistant's, so its 2 turns are not ranked
     assert result["questions"] == 3 and result["turns"] == 5
-    default, copy = result["rows"]
+    default, copy = result["rows"]  # MiniLM and a folder of its own weights
     assert default["embedder"] == "all-MiniLM-L6-v2-onnx-int8" and copy["embedder"].startswith("packaged-copy@")
     # the same weights rank the same; on a haystack of 1-2 sessions every list finds all
     assert {k: v for k, v in default.items() if k != "embedder"} == {k: v for k, v in copy.items() if k != "embedder"}
