@@ -100,7 +100,9 @@ def test_the_wheel_carries_everything_and_runs_the_demo_from_its_own_files(tmp_p
     names = set(zipfile.ZipFile(wheel).namelist())
     migrations = sorted(p.name for p in (ROOT / "migrations").iterdir() if p.suffix == ".sql")
     root = ROOT / "localmem" / "data"
-    data = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    data = sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     assert migrations and {f"localmem/migrations/{m}" for m in migrations} <= names
     assert data and {f"localmem/data/{d}" for d in data} <= names
     assert "mcp_server/serve.py" in names and not any(n.startswith("tests/") for n in names)
