@@ -256,7 +256,7 @@ def test_the_prompt_bar_is_unset_or_a_cosine(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("LOCALMEM_HOOKS_PROMPT_BAR", "0.62")
     assert load_settings().hooks.prompt_bar == 0.62
     monkeypatch.setenv("LOCALMEM_HOOKS_PROMPT_BAR", "1.5")
-    with pytest.raises(ConfigError, match="hooks.prompt_bar must be between -1 and 1"):
+    with pytest.raises(ConfigError, match=r"hooks\.prompt_bar must be between -1 and 1"):
         load_settings()
 
 
