@@ -33,6 +33,7 @@ from localmem.bench.locomo import CATEGORIES, open_conversation_store
 from localmem.bench.metrics import Tally, clean_evidence, found_fraction, read_benchmark
 from localmem.config import Settings
 from localmem.errors import InputError
+from localmem.models import registry
 from localmem.models.embedding import Embedder
 from localmem.retrieval import scorer_file
 from localmem.retrieval.pool import Pool, candidate_pool
@@ -287,6 +288,12 @@ def run(
     target = scorer_file.scorer_path(embedder) if write_scorer else None
     if write_scorer and target is None:
         raise InputError("--write-scorer writes into the embedder's folder: give --embedder FOLDER (an ONNX folder)")
+    if target is not None and write_scorer and target.parent.resolve() == registry.TRAINED_FOLDER:
+        # the packaged default's weights are part of the release: a fit never rewrites them in place
+        raise InputError(
+            f"--write-scorer would rewrite the packaged embedder's weights ({target}): copy the folder "
+            "(cp -r) and give --embedder COPY"
+        )
     unknown = [f for f in free or () if f not in FEATURES]
     if unknown:
         raise InputError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")

@@ -12,6 +12,7 @@ import pytest
 
 from localmem.bench import fit
 from localmem.config import load_settings
+from localmem.models import registry
 from tests.helpers.benchdata import locomo_doc, merged_items
 from tests.helpers.cli import run as run_cli
 from tests.helpers.fakes import HashEmbedder
@@ -96,5 +97,11 @@ def test_write_scorer_puts_the_fitted_weights_where_reads_take_them(tmp_path: Pa
 
 
 def test_write_scorer_needs_an_embedder_folder(tmp_path: Path) -> None:
-    proc = run_cli("bench", "fit", "--data", str(_locomo(tmp_path)), "--write-scorer", check=False)
+    data = _locomo(tmp_path)
+    proc = run_cli("--embedder", "minilm", "bench", "fit", "--data", str(data), "--write-scorer", check=False)
     assert proc.returncode == 3 and "--write-scorer" in proc.stderr and "--embedder FOLDER" in proc.stderr
+    # the default is a packaged folder: its shipped weights are never rewritten in place
+    shipped = (registry.TRAINED_FOLDER / "scorer.json").read_bytes()
+    packaged = run_cli("bench", "fit", "--data", str(data), "--write-scorer", check=False)
+    assert packaged.returncode == 3 and "packaged embedder" in packaged.stderr and "--embedder COPY" in packaged.stderr
+    assert (registry.TRAINED_FOLDER / "scorer.json").read_bytes() == shipped
