@@ -4,7 +4,9 @@ with another embedder."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -95,3 +97,30 @@ def _config(folder: Path, **changes: object) -> None:
     cfg = json.loads(path.read_text("utf-8"))
     cfg.update(changes)
     path.write_text(json.dumps(cfg), "utf-8")
+
+
+def test_the_weights_digest_is_remembered_per_file_state(tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"weights one")
+    cache = tmp_path / "cache"
+    real = hashlib.sha256(b"weights one").hexdigest()
+    assert onnx_folder.weights_digest(model, cache) == real
+    (entry,) = (cache / "digests").iterdir()
+    assert entry.stat().st_mode & 0o777 == 0o600 and (cache / "digests").stat().st_mode & 0o777 == 0o700
+    entry.write_text("a" * 64, "ascii")  # what a later start reads instead of hashing
+    assert onnx_folder.weights_digest(model, cache) == "a" * 64
+    model.write_bytes(b"weights two")  # changed in place: another stamp, hashed again
+    os.utime(model, ns=(1, 1))
+    assert onnx_folder.weights_digest(model, cache) == hashlib.sha256(b"weights two").hexdigest()
+    for damaged in (cache / "digests").iterdir():
+        damaged.write_text("not a digest", "ascii")
+    assert onnx_folder.weights_digest(model, cache) == hashlib.sha256(b"weights two").hexdigest()
+    assert real != hashlib.sha256(b"weights two").hexdigest()
+
+
+def test_an_unwritable_digest_cache_still_gives_the_digest(tmp_path: Path) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"weights")
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x", "utf-8")
+    assert onnx_folder.weights_digest(model, blocked) == hashlib.sha256(b"weights").hexdigest()
