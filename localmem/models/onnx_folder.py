@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from localmem.errors import ConfigError, ModelError
 from localmem.models import onnx_cache
 from localmem.models.embedding import MAX_TOKENS, PROMPT_BAR, OnnxMiniLM
+from localmem.util import jsonfile
 
 FORMAT = "localmem-onnx-embedder/1"
 CONFIG_NAME = "embedder.json"
@@ -47,12 +47,7 @@ def read_config(folder: Path) -> dict[str, Any]:
         if not (folder / name).is_file():
             raise ConfigError(f"embedding model folder {folder} has no {name}")
     where = folder / CONFIG_NAME
-    try:
-        cfg = json.loads(where.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{where}: not readable JSON: {exc}") from exc
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{where}: expected a JSON object")
+    cfg = jsonfile.read_object(where)
     checks = (
         ("format", lambda v: v == FORMAT, f"must be {FORMAT!r}"),
         ("name", lambda v: isinstance(v, str) and v.strip() != "" and "@" not in v, "must be a name without '@'"),

@@ -32,6 +32,7 @@ from typing import Any
 from localmem.errors import ConfigError
 from localmem.models.embedding import Embedder
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
+from localmem.util import jsonfile
 
 FORMAT = "localmem-scorer/1"
 SCORER_NAME = "scorer.json"
@@ -68,12 +69,7 @@ def _finite(value: Any) -> bool:
 def read_weights(path: Path, model_id: str | None = None) -> Weights:
     """The weights in ``path``, checked (see the module docstring); with ``model_id``,
     also that they were fitted for that embedder."""
-    try:
-        doc = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: not readable JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected a JSON object")
+    doc = jsonfile.read_object(path)
     if doc.get("format") != FORMAT:
         raise ConfigError(f"{path}: key 'format' must be {FORMAT!r}, got {doc.get('format')!r}")
     names = doc.get("features")
