@@ -94,8 +94,13 @@ def _stats(times: list[_Run], replies: int) -> dict[str, Any]:
     }
 
 
-def run(work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, stops: int = 5) -> dict[str, Any]:
-    settings = Settings(db=work / f"hooks-{turns}.db")
+def run(
+    work: Path, turns: int = 100_000, prompts: int = 40, starts: int = 10, stops: int = 5, embedder: str = "default"
+) -> dict[str, Any]:
+    """The hooks timed on ``hooks-<turns>.db`` in ``work``, built with ``embedder`` when it is
+    not there (a store kept from an earlier run needs the embedder it was built with; the
+    hook and server processes follow the store's record)."""
+    settings = Settings(db=work / f"hooks-{turns}.db", embedder=embedder)
     built = synthetic.build(settings.db, turns, default_embedder(settings.embedder), settings)
     conn = db.connect(settings.db)
     try:

@@ -92,7 +92,7 @@ def cmd_bench_hooks(args: argparse.Namespace, settings: Settings) -> int:
                 f"| {row['bar']} | {row['relevant_given']}% | {row['unrelated_given']}% | {row['evidence_in_given']}% |"
             )
     else:
-        r = hooks_bench.run(work, args.turns, args.prompts, args.starts, args.stops)
+        r = hooks_bench.run(work, args.turns, args.prompts, args.starts, args.stops, embedder=settings.embedder)
         print(
             f"store: {r['turns']:,} synthetic turns (built in {r['build_s']} s); each run a fresh process, start to exit"
         )

@@ -22,6 +22,7 @@ import pytest
 
 from localmem.bench import agent_logs
 from localmem.hooks import status
+from localmem.models.embedding import OnnxMiniLM
 from localmem.resident import client, wire
 from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
@@ -301,3 +302,18 @@ def test_bench_hooks_times_both_paths(tmp_path: Path) -> None:
         assert got["in_process"][event]["via_resident"] == 0 and got["in_process"][event]["replied"] == runs
         assert got["resident"][event]["via_resident"] == runs and got["resident"][event]["replied"] == runs
     assert not daemons(tmp_path / "hooks-400.db") and not served(tmp_path / "hooks-400.db")
+
+
+def test_bench_hooks_builds_its_store_with_the_configured_embedder(tmp_path: Path) -> None:
+    """`localmem --embedder minilm bench hooks` builds (and, kept, reuses) a MiniLM store,
+    not one of the default embedder."""
+    argv = [sys.executable, "-m", "localmem", "--embedder", "minilm", "bench", "hooks", "--turns", "200"]
+    argv += ["--prompts", "1", "--starts", "1", "--stops", "1", "--workdir", str(tmp_path)]
+    for _ in range(2):  # the second run reuses the store the first built
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    db = tmp_path / "hooks-200.db"
+    stats = subprocess.run(
+        [sys.executable, "-m", "localmem", "--db", str(db), "stats", "--json"], capture_output=True, text=True
+    )
+    assert json.loads(stats.stdout)["embedder"] == OnnxMiniLM.model_id
