@@ -54,8 +54,8 @@ def ask_hook(settings: Settings, hook: wire.HookAsk, reply_s: float) -> tuple[di
 
 def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) -> tuple[dict[str, Any] | None, str]:
     """The server's reply when it answered ``ok``; else None and why (module docstring)."""
-    path = wire.socket_path(settings.db)
-    if path is None or not unix.own_socket(path) or not wire.private_folder(path.parent, create=False):
+    path = unix.socket_to_ask(wire.runtime_dir(), settings.db)
+    if path is None:
         return None, "no socket"
     identity = wire.store_identity(settings.db)
     if identity is None:  # no store yet: in-process says so (or creates it)
@@ -63,7 +63,7 @@ def _call(settings: Settings, query: wire.Query | wire.HookAsk, reply_s: float) 
     if keys.is_encrypted(identity["path"]) and not keys.key_opens(identity["path"]):
         return None, "no key"
     try:
-        reply = unix.exchange(str(path), wire.request(settings, query, identity, __version__), reply_s)
+        reply = unix.exchange(path, wire.request(settings, query, identity, __version__), reply_s)
     except (OSError, ValueError):  # refused (stale socket), timed out, cut off, not JSON
         return None, "no answer"
     if reply.get("ok") is True:

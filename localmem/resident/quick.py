@@ -131,8 +131,8 @@ def _target(db: str | None) -> tuple[str, dict[str, Any]] | None:
     folder = unix.runtime_dir()
     if path is None or folder is None:
         return None
-    sock = unix.socket_in(folder, path)
-    if sock is None or not unix.own_socket(sock) or not unix.private_folder(folder, create=False):
+    sock = unix.socket_to_ask(folder, path)
+    if sock is None:
         return None
     identity = unix.store_identity(path)
     if identity is None or not unix.plaintext(identity["path"]):

@@ -93,6 +93,16 @@ def socket_in(folder: str | os.PathLike[str], db: str | os.PathLike[str]) -> str
     return path if len(os.fsencode(path)) <= SUN_PATH_MAX else None
 
 
+def socket_to_ask(folder: str | os.PathLike[str], db: str | os.PathLike[str]) -> str | None:
+    """The socket of the store at ``db`` in ``folder`` when a caller may ask it: a socket
+    file of this user (:func:`own_socket`) in this user's private folder
+    (:func:`private_folder`); else None. Both clients (``quick``, ``client``) ask only this."""
+    path = socket_in(folder, db)
+    if path is None or not own_socket(path) or not private_folder(folder, create=False):
+        return None
+    return path
+
+
 def store_identity(db: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The store file's real path and identity (device, inode); None when it is missing."""
     real = os.path.realpath(db)
