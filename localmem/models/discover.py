@@ -54,9 +54,8 @@ def lmstudio_roots() -> list[Path]:
 
 def builtin() -> list[Found]:
     """The packaged embedders: the default one trained for memory, then MiniLM."""
-    trained = registry.TRAINED_FOLDER
-    name = f"{registry.TRAINED}@{onnx_folder.weights_digest(trained / onnx_folder.MODEL_NAME)[:12]}"
-    dim = int(onnx_folder.read_config(trained)["dim"])
+    config = onnx_folder.read_config(registry.TRAINED_FOLDER)
+    name, dim = onnx_folder.model_id(registry.TRAINED_FOLDER, config), int(config["dim"])
     return [
         Found(name, "built-in", "onnx", registry.TRAINED, dim, "bert", True, "the default"),
         Found(OnnxMiniLM.model_id, "built-in", "onnx", registry.MINILM, OnnxMiniLM.dim, "bert", True),

@@ -106,6 +106,12 @@ def weights_digest(path: Path, cache: Path | None = None) -> str:
     return digest
 
 
+def model_id(folder: Path, config: dict[str, Any]) -> str:
+    """The id of the embedder in ``folder`` (``config``: its checked ``embedder.json``):
+    ``<name>@<first 12 hex of the sha256 of model.onnx>`` (module docstring)."""
+    return f"{config['name']}@{weights_digest(folder / MODEL_NAME)[:12]}"
+
+
 class OnnxFolderEmbedder(OnnxMiniLM):
     """The embedder of an ONNX sentence-embedder folder (see the module docstring)."""
 
@@ -113,8 +119,7 @@ class OnnxFolderEmbedder(OnnxMiniLM):
         self.folder = Path(folder)
         self.config = read_config(self.folder)
         super().__init__(model_path=self.folder / MODEL_NAME, threads=threads)
-        digest = weights_digest(self.folder / MODEL_NAME)
-        self.model_id = f"{self.config['name']}@{digest[:12]}"
+        self.model_id = model_id(self.folder, self.config)
         self.dim = int(self.config["dim"])
         self.prompt_bar = float(self.config["prompt_bar"])
 
