@@ -7,9 +7,13 @@ onnxruntime can save the graph as it stands after those steps (``optimized_model
 a session loaded from that file with optimisation off skips them all. The first process
 that builds a session saves it under the user cache dir; later ones load it. It is saved
 as a folder ``<key>/``: the graph (``model.onnx``, ~140 kB) and its weights beside it
-(``model.data``, ~55 MB, onnxruntime's external initializers), which onnxruntime maps
-rather than parses: ~35 ms to load against ~110 ms for one self-contained file (measured
-in docs/benchmarks.md, "Start-up").
+(``model.data``, ~97 MB, onnxruntime's external initializers), which onnxruntime maps
+rather than parses: ~35 ms to load against ~110 ms for one self-contained file. The int8
+MatMul weights are saved as the kernels lay them out (pre-packed:
+``session.save_external_prepacked_constant_initializers``), so a load maps them instead of
+packing them again: ~14 ms less per process, the same output bit for bit (measured in
+docs/benchmarks.md, "Start-up"); where that form does not load to the same output, the
+plain weights (~55 MB) are saved instead.
 
 Invariants:
 - a cached graph is used only if it gives the same output, bit for bit: when it is saved,
@@ -33,6 +37,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -44,10 +49,9 @@ from typing import Any
 import numpy as np
 import platformdirs
 
-from localmem.models.onnx_graph import gather_int8_rows
-
 EDIT_VERSION = 1  # bump when gather_int8_rows changes what it writes
-FORMAT = 2  # what an entry is: 2, a folder of the graph and its external weights (1: one .onnx file)
+FORMAT = 3  # what an entry is: 3, a folder of the graph and its external weights, pre-packed
+# where onnxruntime can (2: not pre-packed; 1: one .onnx file)
 GRAPH, WEIGHTS = "model.onnx", "model.data"
 PROVIDERS = ["CPUExecutionProvider"]
 # Options for a level: onnxruntime's GraphOptimizationLevel value -> SessionOptions.
@@ -70,37 +74,54 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
             return _load(ort, saved, options)
         except Exception:  # onnxruntime raises its own types: a damaged entry is rebuilt below
             shutil.rmtree(saved, ignore_errors=True)
+    # lazy: the graph edit (~3 ms of imports) runs only when no saved session is there
+    from localmem.models.onnx_graph import gather_int8_rows
+
     model = gather_int8_rows(source.read_bytes())
     if (folder / f"{key}.unusable").exists() or not _ready(folder):
         return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
-    tmp = folder / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    built = None
+    for prepacked in (True, False):
+        tmp = folder / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            built, usable = _save(ort, model, options, tmp, prepacked)
+            if not usable:
+                continue
+            for f in tmp.iterdir():
+                os.chmod(f, 0o600)
+            os.rename(tmp, saved)  # fails when another process's entry is there already: keep that one
+            return built
+        except OSError:  # nothing can be saved (a full disk), or another process's entry is there
+            return built if built is not None else build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    # neither form loads to the same output: not tried again for this key (every start would pay)
+    with contextlib.suppress(OSError):
+        (folder / f"{key}.unusable").touch(mode=0o600)
+    return built
+
+
+def _save(ort: Any, model: bytes, options: Options, tmp: Path, prepacked: bool) -> tuple[Any, bool]:
+    """A session built from ``model`` with its optimised graph saved in the new folder
+    ``tmp`` (with the kernels' pre-packed weights when ``prepacked``), and whether the saved
+    files load to a session giving the same output."""
+    tmp.mkdir(mode=0o700)
+    opts = options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    opts.optimized_model_filepath = str(tmp / GRAPH)
+    # the weights in a file of their own beside the graph, which a load maps
+    opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS)
+    opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    if prepacked:  # the int8 MatMul weights as the kernels lay them out: a load maps them instead of packing
+        opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
     try:
-        tmp.mkdir(mode=0o700)
-        opts = options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-        opts.optimized_model_filepath = str(tmp / GRAPH)
-        # the weights in a file of their own beside the graph, which a load maps
-        opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", WEIGHTS)
-        opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         built = build(ort, model, opts)
-    except Exception:  # the optimised graph could not be written (a full disk): build without saving it
-        shutil.rmtree(tmp, ignore_errors=True)
-        return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+    except Exception as exc:  # the optimised graph could not be written: the caller builds without saving
+        raise OSError(f"cannot save the optimised graph: {exc}") from exc
     try:
         usable = same_output(built, _load(ort, tmp, options))
     except Exception:  # nothing saved, or files onnxruntime cannot read back or run
         usable = False
-    try:
-        if usable:
-            for f in tmp.iterdir():
-                os.chmod(f, 0o600)
-            os.rename(tmp, saved)  # fails when another process's entry is there already: keep that one
-        else:  # not tried again for this key: every start would pay for the save
-            (folder / f"{key}.unusable").touch(mode=0o600)
-    except OSError:
-        pass
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return built
+    return built, usable
 
 
 def _load(ort: Any, entry: Path, options: Options) -> Any:

@@ -15,6 +15,7 @@ import pytest
 
 from localmem.models import onnx_cache
 from localmem.models.embedding import OnnxMiniLM, _packaged_onnx
+from localmem.models.onnx_graph import gather_int8_rows
 
 TEXTS = ["What did Maya say about Lisbon?", "hi", "I switched to the Brooks Ghost shoes, they feel much softer. " * 8]
 
@@ -28,7 +29,7 @@ def options(level: Any) -> Any:
 
 
 def built_from_source() -> Any:
-    model = onnx_cache.gather_int8_rows(_packaged_onnx().read_bytes())
+    model = gather_int8_rows(_packaged_onnx().read_bytes())
     return onnx_cache.build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
 
 
@@ -43,6 +44,8 @@ def test_saved_once_then_loaded_with_the_same_output(tmp_path: Path, monkeypatch
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in entry.iterdir())
     assert stat.S_IMODE(folder.stat().st_mode) == stat.S_IMODE(entry.stat().st_mode) == 0o700
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    # the kernels' pre-packed weights are saved with the graph: a load maps them, packs nothing
+    assert b"prepacked" in (entry / onnx_cache.GRAPH).read_bytes()
 
     built: list[bytes] = []
     real_build = onnx_cache.build
@@ -50,6 +53,27 @@ def test_saved_once_then_loaded_with_the_same_output(tmp_path: Path, monkeypatch
     second = onnx_cache.session(ort, _packaged_onnx(), options, folder)
     assert not built  # loaded from the files, nothing built
     assert onnx_cache.same_output(first, second) and onnx_cache.same_output(second, built_from_source())
+
+
+def test_the_plain_form_is_saved_when_the_prepacked_one_differs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime whose pre-packed form does not load to the same output still gets a cached
+    session: the plain weights, checked the same way."""
+    folder = tmp_path / "models"
+    real_same = onnx_cache.same_output
+
+    def prepacked_differs(a: Any, b: Any) -> bool:
+        (graph,) = folder.glob(f".*.tmp/{onnx_cache.GRAPH}")
+        return b"prepacked" not in graph.read_bytes() and real_same(a, b)
+
+    monkeypatch.setattr(onnx_cache, "same_output", prepacked_differs)
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    (entry,) = folder.iterdir()
+    assert entry.name == onnx_cache.cache_key(ort, _packaged_onnx())
+    assert b"prepacked" not in (entry / onnx_cache.GRAPH).read_bytes()
+    monkeypatch.undo()
+    assert onnx_cache.same_output(onnx_cache.session(ort, _packaged_onnx(), options, folder), built_from_source())
 
 
 def test_an_entry_already_there_is_kept(tmp_path: Path) -> None:
