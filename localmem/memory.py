@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -24,12 +24,14 @@ from localmem.config import Settings, load_settings
 from localmem.errors import InputError
 from localmem.models import registry
 from localmem.models.embedding import Embedder
-from localmem.models.llm import LlamaGenerator
 from localmem.records import Context, ProjectScope, SessionIn, TurnIn, WriteResult
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.retrieval.scope import project_scope
 from localmem.retrieval.scorer_file import weights_for
 from localmem.storage.write.store import Store
+
+if TYPE_CHECKING:  # a read never loads the generation side (registry.generator_for does)
+    from localmem.models.llm import LlamaGenerator
 
 
 def open_store(

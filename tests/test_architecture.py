@@ -65,7 +65,12 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     "localmem.__main__": ("localmem.resident.quick", "localmem.cli"),
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
     "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
-    "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered
+    # in-process only when no resident process answered (the model warmed meanwhile)
+    "localmem.resident.ask": ("localmem.resident.local", "localmem.models.registry"),
+    # the llama.cpp side only for a GGUF model or a command that generates
+    "localmem.models.registry": ("localmem.models.gguf_meta", "localmem.models.gguf_embedding", "localmem.models.llm"),
+    "localmem.memory": ("localmem.models.llm",),  # a type only: the generator is loaded by the registry
+    "localmem.models.onnx_cache": ("localmem.models.onnx_graph",),  # the graph edit, only when a session is built
     # in-process (and a daemon started) only when no resident process answered
     "localmem.hooks.__main__": ("localmem.hooks.run", "localmem.resident.daemon"),
 }

@@ -6,14 +6,18 @@ server and benchmarks agree on what "default" means.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from localmem.config import Settings
 from localmem.errors import ConfigError
-from localmem.models import gguf_meta, onnx_folder
+from localmem.models import onnx_folder
 from localmem.models.embedding import Embedder, OnnxMiniLM
-from localmem.models.gguf_embedding import GGUFEmbedder
-from localmem.models.llm import LlamaGenerator, get_generator
+
+if TYPE_CHECKING:  # loaded where used: a query with an ONNX embedder never needs llama.cpp's side
+    from localmem.models.llm import LlamaGenerator
 
 # The packaged embedders, by the spec a setting and a store's record name them with.
 # "default" is an alias (of the trained one since issue 39): a store records the
@@ -47,7 +51,45 @@ def builtin_id(spec: str) -> str | None:
     return None
 
 
+# Embedders being loaded in a thread of their own (``warm``), by spec, until an opening
+# store asks for that spec (``default_embedder``).
+_warming: dict[str, OnnxMiniLM] = {}
+
+
+def warm(settings: Settings) -> None:
+    """Start loading the embedder ``settings`` name in a thread of its own, for a process
+    that opens a store once and reads at once (an in-process ``localmem query``): the
+    onnxruntime session is made without holding the GIL (~35 ms), while this thread imports
+    the read path and opens the store. The next ``default_embedder`` of that spec returns
+    it; the read's own ``load`` waits for it.
+
+    Never raises: whatever goes wrong here (a bad setting, a missing model) is met again,
+    and raised, by the opening or the read. The thread is not a daemon, so the interpreter
+    waits for it before it exits (onnxruntime tearing down under a running load could
+    crash the process). Only the ONNX embedders are warmed (llama.cpp loads itself)."""
+    try:
+        emb = default_embedder(settings.embedder)
+    except Exception:  # met again, and raised, where the store is opened
+        return
+    if not isinstance(emb, OnnxMiniLM) or emb.spec is None or emb.spec in _warming:
+        return
+    _warming[emb.spec] = emb
+    threading.Thread(target=_load_quietly, args=(emb,), name="localmem-warm-embedder").start()
+
+
+def _load_quietly(emb: OnnxMiniLM) -> None:
+    with contextlib.suppress(Exception):  # the read's own load() meets the same error and raises it
+        emb.load()
+
+
 def default_embedder(spec: str = "default") -> Embedder:
+    """The embedder ``spec`` names (``_make``), the one ``warm`` is loading if any."""
+    emb = _make(spec)
+    key = getattr(emb, "spec", None)
+    return _warming.pop(key, emb) if key is not None else emb
+
+
+def _make(spec: str) -> Embedder:
     """The embedder a setting names: "default" (the packaged embedder trained for memory,
     ``localmem-chat-minilm-l6``), "minilm" (the packaged all-MiniLM-L6-v2), a .gguf or a
     .onnx file, or an ONNX sentence-embedder folder (``models/onnx_folder.py``). A packaged
@@ -67,6 +109,10 @@ def default_embedder(spec: str = "default") -> Embedder:
         return folder
     if path.is_dir():
         raise ConfigError(f"embedding model folder {path} has no {onnx_folder.CONFIG_NAME}")
+    # lazy: the llama.cpp side (~7 ms of imports), only for a GGUF model
+    from localmem.models import gguf_meta
+    from localmem.models.gguf_embedding import GGUFEmbedder
+
     if path.suffix.lower() == ".gguf" or gguf_meta.is_gguf(path):
         if not path.is_file():
             raise ConfigError(f"embedding model not found: {path}")
@@ -93,6 +139,8 @@ def embedder_for(settings: Settings) -> Embedder:
 def generator_for(settings: Settings, model: str | None = None) -> LlamaGenerator:
     """The generator a command uses: ``model`` (a flag), else ``settings.model``
     (config file / ``LOCALMEM_MODEL``), else the embedded default."""
+    from localmem.models.llm import get_generator  # lazy: only a command that generates loads it
+
     return get_generator(
         model or settings.model,
         n_ctx=settings.n_ctx,

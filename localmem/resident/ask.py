@@ -27,8 +27,12 @@ def context(settings: Settings, query: Query) -> tuple[dict[str, Any], Via]:
     got = client.ask(settings, query)
     if got is not None:
         return got, "resident"
-    # lazy: the read path is loaded only when no resident process answered
-    from localmem.resident.local import context_here
+    # lazy: the read path is loaded only when no resident process answered; the model
+    # loads in a thread while the rest of it is imported and the store opened
+    from localmem.models import registry
+
+    registry.warm(settings)
+    from localmem.resident.local import context_here  # lazy: the read path (numpy, SQLite, the store)
 
     return context_here(settings, query), "in-process"
 
