@@ -23,8 +23,11 @@ Invariants:
   and every process builds the session as before;
 - the key names everything the saved graph depends on: the source model's path, size and
   modification time, onnxruntime's version, the graph edit's version, the saved format's
-  version, the machine and its CPU flags; anything else changes a new key, and files of old
-  keys are left to the user (each ~55 MB; ``localmem doctor`` does not need them);
+  version, the machine and its CPU flags; anything else changes a new key. An entry records
+  its source model's path; saving one removes the entries it supersedes (the same model's,
+  or an older localmem's that recorded none) once they are a week old (``prune``), so
+  upgrades do not pile up ~100 MB folders, and two installs sharing the folder do not
+  remove each other's on every start;
 - never an error of its own: a cache folder that cannot be made or written, or a file that
   cannot be loaded, falls back to building the session from the model (a file that fails
   to load is removed);
@@ -42,6 +45,7 @@ import hashlib
 import os
 import secrets
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,8 @@ EDIT_VERSION = 1  # bump when gather_int8_rows changes what it writes
 FORMAT = 3  # what an entry is: 3, a folder of the graph and its external weights, pre-packed
 # where onnxruntime can (2: not pre-packed; 1: one .onnx file)
 GRAPH, WEIGHTS = "model.onnx", "model.data"
+SOURCE = "source.txt"  # the source model's path: a newer entry of the same source supersedes it
+STALE_S = 7 * 86400  # a superseded entry older than this is removed when another is saved
 PROVIDERS = ["CPUExecutionProvider"]
 # Options for a level: onnxruntime's GraphOptimizationLevel value -> SessionOptions.
 Options = Callable[[Any], Any]
@@ -87,9 +93,11 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
             built, usable = _save(ort, model, options, tmp, prepacked)
             if not usable:
                 continue
+            (tmp / SOURCE).write_text(str(source.resolve()), "utf-8")
             for f in tmp.iterdir():
                 os.chmod(f, 0o600)
             os.rename(tmp, saved)  # fails when another process's entry is there already: keep that one
+            prune(folder, key, source)
             return built
         except OSError:  # nothing can be saved (a full disk), or another process's entry is there
             return built if built is not None else build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
@@ -99,6 +107,36 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
     with contextlib.suppress(OSError):
         (folder / f"{key}.unusable").touch(mode=0o600)
     return built
+
+
+def prune(folder: Path, key: str, source: Path, now: float | None = None) -> list[Path]:
+    """Remove the entries ``key``'s supersedes, and return them: those of the same source
+    model (an older onnxruntime, localmem or model file) and those an older localmem saved
+    (no source recorded: format 1's ``<key>.onnx`` files, format 2's folders), once older
+    than ``STALE_S``. Entries of other models are kept: another embedder may be in use. The
+    age keeps two installs that share this folder from removing each other's on every
+    start. Never an error: what cannot be removed stays."""
+    now = time.time() if now is None else now
+    mine = str(source.resolve())
+    gone = []
+    for p in folder.iterdir():
+        name = p.name.removesuffix(".onnx") if p.is_file() else p.name
+        if name == key or len(name) != 32 or not all(c in "0123456789abcdef" for c in name):
+            continue
+        try:
+            if now - p.stat().st_mtime < STALE_S:
+                continue
+            if p.is_dir():
+                recorded = p / SOURCE
+                if recorded.exists() and recorded.read_text("utf-8") != mine:
+                    continue
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            gone.append(p)
+        except OSError:
+            continue
+    return gone
 
 
 def _save(ort: Any, model: bytes, options: Options, tmp: Path, prepacked: bool) -> tuple[Any, bool]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ def test_saved_once_then_loaded_with_the_same_output(tmp_path: Path, monkeypatch
     first = onnx_cache.session(ort, _packaged_onnx(), options, folder)
     (entry,) = folder.iterdir()
     assert entry.name == onnx_cache.cache_key(ort, _packaged_onnx())
-    assert sorted(p.name for p in entry.iterdir()) == sorted([onnx_cache.GRAPH, onnx_cache.WEIGHTS])
+    assert sorted(p.name for p in entry.iterdir()) == sorted([onnx_cache.GRAPH, onnx_cache.WEIGHTS, onnx_cache.SOURCE])
+    assert (entry / onnx_cache.SOURCE).read_text("utf-8") == str(_packaged_onnx().resolve())
     # the weights in their own file (the graph alone is small): a load maps them
     assert (entry / onnx_cache.WEIGHTS).stat().st_size > 100 * (entry / onnx_cache.GRAPH).stat().st_size
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in entry.iterdir())
@@ -74,6 +76,39 @@ def test_the_plain_form_is_saved_when_the_prepacked_one_differs(
     assert b"prepacked" not in (entry / onnx_cache.GRAPH).read_bytes()
     monkeypatch.undo()
     assert onnx_cache.same_output(onnx_cache.session(ort, _packaged_onnx(), options, folder), built_from_source())
+
+
+def test_saving_removes_the_entries_it_supersedes_once_a_week_old(tmp_path: Path) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    week = onnx_cache.STALE_S
+    old = time.time() - week - 60
+
+    def entry(name: str, source: str | None, mtime: float, folder_entry: bool = True) -> Path:
+        p = folder / name
+        if folder_entry:
+            p.mkdir()
+            (p / onnx_cache.GRAPH).write_bytes(b"g")
+            if source is not None:
+                (p / onnx_cache.SOURCE).write_text(source, "utf-8")
+        else:
+            p.write_bytes(b"one self-contained graph")
+        os.utime(p, (mtime, mtime))
+        return p
+
+    mine = str(_packaged_onnx().resolve())
+    superseded = entry("a" * 32, mine, old)  # the same model, an older onnxruntime or format
+    legacy_folder = entry("b" * 32, None, old)  # format 2: no source recorded
+    legacy_file = entry("c" * 32 + ".onnx", None, old, folder_entry=False)  # format 1
+    other_model = entry("d" * 32, "/elsewhere/model.onnx", old)  # another embedder: kept
+    recent = entry("e" * 32, mine, time.time() - 60)  # another install's, in use: kept
+    (folder / "digests").mkdir()  # not an entry
+    (folder / f"{'f' * 32}.unusable").touch()
+    onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    left = {p.name for p in folder.iterdir()}
+    key = onnx_cache.cache_key(ort, _packaged_onnx())
+    assert left == {key, other_model.name, recent.name, "digests", f"{'f' * 32}.unusable"}
+    assert not superseded.exists() and not legacy_folder.exists() and not legacy_file.exists()
 
 
 def test_an_entry_already_there_is_kept(tmp_path: Path) -> None:
