@@ -56,19 +56,20 @@ def builtin_id(spec: str) -> str | None:
 _warming: dict[str, OnnxMiniLM] = {}
 
 
-def warm(settings: Settings) -> None:
-    """Start loading the embedder ``settings`` name in a thread of its own, for a process
-    that opens a store once and reads at once (an in-process ``localmem query``): the
+def warm(spec: str) -> None:
+    """Start loading the embedder ``spec`` names in a thread of its own, for a process that
+    opens a store once and reads at once (an in-process ``localmem query``): the
     onnxruntime session is made without holding the GIL (~35 ms), while this thread imports
     the read path and opens the store. The next ``default_embedder`` of that spec returns
-    it; the read's own ``load`` waits for it.
+    it; the read's own ``load`` waits for it. The caller passes the spec the store will be
+    read with (its record, when the setting follows it), or a wrong guess costs a load.
 
     Never raises: whatever goes wrong here (a bad setting, a missing model) is met again,
     and raised, by the opening or the read. The thread is not a daemon, so the interpreter
     waits for it before it exits (onnxruntime tearing down under a running load could
     crash the process). Only the ONNX embedders are warmed (llama.cpp loads itself)."""
     try:
-        emb = default_embedder(settings.embedder)
+        emb = default_embedder(spec)
     except Exception:  # met again, and raised, where the store is opened
         return
     if not isinstance(emb, OnnxMiniLM) or emb.spec is None or emb.spec in _warming:

@@ -31,7 +31,7 @@ def warm_threads() -> list[threading.Thread]:
 
 def test_the_store_gets_the_warmed_embedder_with_the_same_vectors(tmp_path: Path) -> None:
     settings = load_settings(db=tmp_path / "m.db", embedder="minilm")
-    registry.warm(settings)
+    registry.warm(settings.embedder)
     assert set(registry._warming) == {registry.MINILM}
     warmed = registry._warming[registry.MINILM]
     got = registry.embedder_for(settings)
@@ -44,7 +44,7 @@ def test_the_store_gets_the_warmed_embedder_with_the_same_vectors(tmp_path: Path
 
 
 def test_the_default_name_warms_the_packaged_default(tmp_path: Path) -> None:
-    registry.warm(load_settings(db=tmp_path / "m.db", embedder="default"))
+    registry.warm("default")
     assert set(registry._warming) == {registry.TRAINED}
     # a store recording the trained model follows it by that name: the warmed one
     assert registry.default_embedder(registry.TRAINED) is not None and not registry._warming
@@ -54,7 +54,7 @@ def test_the_default_name_warms_the_packaged_default(tmp_path: Path) -> None:
 
 def test_a_bad_setting_is_left_to_the_opening(tmp_path: Path) -> None:
     settings = load_settings(db=tmp_path / "m.db", embedder=str(tmp_path / "missing.gguf"))
-    registry.warm(settings)  # no error here...
+    registry.warm(settings.embedder)  # no error here...
     assert not registry._warming and not warm_threads()
     with pytest.raises(Exception, match="not found"):
         registry.embedder_for(settings)  # ...but where the store is opened
@@ -64,7 +64,7 @@ def test_a_load_that_fails_fails_in_the_read(tmp_path: Path) -> None:
     broken = tmp_path / "broken.onnx"
     broken.write_bytes(b"not a model")
     settings = load_settings(db=tmp_path / "m.db", embedder=str(broken))
-    registry.warm(settings)
+    registry.warm(settings.embedder)
     for t in warm_threads():
         t.join(timeout=120)  # the thread ended quietly
     emb = registry.embedder_for(settings)
