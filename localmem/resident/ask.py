@@ -29,17 +29,23 @@ def context(settings: Settings, query: Query) -> tuple[dict[str, Any], Via]:
     got = client.ask(settings, query)
     if got is not None:
         return got, "resident"
-    # lazy: the read path is loaded only when no resident process answered; the model
-    # the store will be read with loads in a thread while the rest is imported
+    warm_model(settings)  # the model loads in a thread while the read path is imported
+    from localmem.resident.local import context_here  # lazy: the read path (numpy, SQLite, the store)
+
+    return context_here(settings, query), "in-process"
+
+
+def warm_model(settings: Settings) -> None:
+    """Start loading, in a thread of its own, the embedder a store opened with ``settings``
+    will be read with (``models.registry.warm``), for a process about to read it once
+    in-process: a query, a recall, a hook's. Nothing when that cannot be told."""
+    # lazy: only a process that reads in-process loads the model layer (numpy, the registry)
     from localmem.models import registry
     from localmem.storage.write import binding
 
     spec = following(settings, binding.peek_spec)
     if spec is not None:  # not when it cannot be told: a wrong guess would cost a second load
         registry.warm(spec)
-    from localmem.resident.local import context_here  # lazy: the read path (numpy, SQLite, the store)
-
-    return context_here(settings, query), "in-process"
 
 
 def following(settings: Settings, peek: Callable[[Path], str | None]) -> str | None:
