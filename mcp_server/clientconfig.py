@@ -2,6 +2,12 @@
 paths to the interpreter and the database (a relative command is the most common
 reason a client cannot start a server), printed or merged into the client's file.
 
+The entry runs ``python -m localmem --db DB serve [--model M] [--sync DIR ...]``: the same
+MCP server as ``python -m mcp_server`` (which entries written before said, and which keep
+working: :func:`is_legacy` tells them apart for ``doctor``), started through the CLI so
+that its resident socket also answers the fast entry of ``localmem query`` / ``recall``
+(op ``cli``: the CLI's planner, which the MCP package, below the CLI, cannot hand it).
+
 Merging keeps every other entry, writes a timestamped backup of the old file first,
 and refuses a file that is not valid JSON rather than overwrite it.
 """
@@ -36,8 +42,14 @@ class Extras:
     sync_args: tuple[str, ...] = ()
 
 
+MODULE = "localmem"  # what the entry runs (``-m localmem ... serve``)
+LEGACY_MODULE = "mcp_server"  # what entries written before ran: the same server without the CLI's planner
+
+
 def server_entry(settings: Settings, client: str, extras: Extras = Extras()) -> dict[str, Any]:
-    args = ["-m", "mcp_server", "--db", str(Path(settings.db).expanduser().resolve())]
+    """The entry that starts the server on ``settings.db`` (module docstring): the global
+    ``--db`` before ``serve``, the server's own options after it."""
+    args = ["-m", MODULE, "--db", str(Path(settings.db).expanduser().resolve()), "serve"]
     if settings.model:
         model = settings.model if settings.model == "default" else str(Path(settings.model).expanduser().resolve())
         args += ["--model", model]
@@ -49,6 +61,13 @@ def server_entry(settings: Settings, client: str, extras: Extras = Extras()) -> 
     if client == "vscode":
         entry = {"type": "stdio", **entry}
     return entry
+
+
+def is_legacy(args: list[str]) -> bool:
+    """Whether an entry's arguments run ``python -m mcp_server`` (written before the entry
+    went through the CLI): it serves MCP and hooks as before, but a ``localmem query``
+    is not answered by its socket's fast entry."""
+    return args[:2] == ["-m", LEGACY_MODULE]
 
 
 def snippet(settings: Settings, client: str, extras: Extras = Extras()) -> dict[str, Any]:

@@ -8,7 +8,9 @@ or failed. Besides the installation itself, every MCP client entry that ``mcp-co
 interpreter exists and can import localmem's server, its database exists (or where it
 will be created) and opens with the entry's environment and key file as its server will
 open it, its sync folder and sync key files, its model file exists, and which model will
-answer; a broken entry says the command that fixes it. A store that has synced shows its
+answer; a broken entry says the command that fixes it, and one of an earlier version
+(``python -m mcp_server``: it works, without the CLI's fast entry) the command that
+refreshes it. A store that has synced shows its
 refused segments.
 """
 
@@ -256,9 +258,17 @@ def mcp_entry(client: str, path: Path | None = None) -> str:
     if model is not None and not is_embedded_model(model) and not Path(model).expanduser().is_file():
         raise Fail(f"its model {model} does not exist; {fix} (with --model PATH)")
     notes.append(model_line(model))
+    hints = []
     if model is None or is_embedded_model(model):
-        hint = f"`localmem mcp-config --client {client} --model PATH.gguf --install` sets one"
-        raise Warn("; ".join(notes) + f" ({hint})")
+        hints.append(f"`localmem mcp-config --client {client} --model PATH.gguf --install` sets one")
+    if clientconfig.is_legacy(args):
+        hints.append(
+            f"an entry of an earlier version (`-m {clientconfig.LEGACY_MODULE}`): it works, but `localmem query` "
+            f"is not answered through its server's socket; `localmem mcp-config --client {client} --install` "
+            "refreshes it"
+        )
+    if hints:
+        raise Warn("; ".join(notes) + "".join(f" ({hint})" for hint in hints))
     return "; ".join(notes)
 
 

@@ -49,7 +49,7 @@ def test_an_installed_entry_passes_and_says_which_model_answers(tmp_path: Path) 
     clientconfig.install(settings, "cursor", cfg)
     detail = mcp_entry("cursor", cfg)
     assert f"{sys.executable}" in detail or str(Path(sys.executable).absolute()) in detail
-    assert "imports mcp_server" in detail
+    assert "imports localmem;" in detail and "earlier version" not in detail
     assert f"database {tmp_path / 'data' / 'memory.db'} does not exist yet (the server creates it" in detail
     assert f"the server answers with {model}" in detail
     (tmp_path / "data").mkdir()
@@ -90,13 +90,33 @@ def test_a_broken_entry_fails_and_says_how_to_fix_it(tmp_path: Path, change: dic
     assert expect in str(failed.value) and FIX in str(failed.value)
 
 
+def test_an_entry_of_an_earlier_version_works_and_doctor_says_it_can_be_refreshed(tmp_path: Path) -> None:
+    """Entries written before ran `python -m mcp_server --db DB ...`: still a working server
+    (not a failure), with a note that `mcp-config --install` refreshes it."""
+    cfg = tmp_path / "mcp.json"
+    model = tmp_path / "qwen.gguf"
+    model.write_bytes(b"GGUF")
+    db = tmp_path / "m.db"
+    legacy = ["-m", "mcp_server", "--db", str(db), "--model", str(model)]
+    _write_entry(cfg, {"command": str(Path(sys.executable).absolute()), "args": legacy})
+    with pytest.raises(Warn) as old:
+        mcp_entry("cursor", cfg)
+    said = str(old.value)
+    assert "imports mcp_server" in said and f"the server answers with {model}" in said
+    assert "an entry of an earlier version (`-m mcp_server`): it works" in said and f"{FIX}` refreshes it" in said
+    clientconfig.install(Settings(db=db, model=str(model)), "cursor", cfg)  # the refresh
+    entry = clientconfig.installed_entry("cursor", cfg)
+    assert entry is not None and entry["args"] == ["-m", "localmem", "--db", str(db), "serve", "--model", str(model)]
+    assert "earlier version" not in mcp_entry("cursor", cfg)  # passes, no warning
+
+
 def test_an_interpreter_without_localmem_fails(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     cfg = tmp_path / "mcp.json"
     entry = clientconfig.server_entry(Settings(db=tmp_path / "m.db"), "cursor")
     _write_entry(cfg, {**entry, "command": str(bare / "bin" / "python")})
-    with pytest.raises(Fail, match=r"cannot import mcp_server \(localmem is not installed there"):
+    with pytest.raises(Fail, match=r"cannot import localmem \(localmem is not installed there"):
         mcp_entry("cursor", cfg)
 
 
@@ -104,7 +124,7 @@ def test_vscode_entries_and_unreadable_files(tmp_path: Path) -> None:
     cfg = tmp_path / "mcp.json"
     assert "not set up" in mcp_entry("vscode", cfg) and "--client vscode --install" in mcp_entry("vscode", cfg)
     clientconfig.install(Settings(db=tmp_path / "m.db"), "vscode", cfg)
-    with pytest.raises(Warn, match="imports mcp_server"):
+    with pytest.raises(Warn, match="imports localmem"):
         mcp_entry("vscode", cfg)
     cfg.write_text("{not json", "utf-8")
     with pytest.raises(Fail, match=r"cannot read it as JSON.*--client vscode --install"):

@@ -292,8 +292,8 @@ async def test_background_worker_enriches_what_is_remembered(store: Store) -> No
 def test_mcp_config_print_and_install(tmp_path: Path) -> None:
     settings = Settings(db=tmp_path / "sub" / ".." / "mem.db")
     entry = clientconfig.snippet(settings, "claude-desktop")["mcpServers"]["localmem"]
-    assert Path(entry["command"]).is_absolute() and entry["args"][:2] == ["-m", "mcp_server"]
-    assert entry["args"][3] == str((tmp_path / "mem.db").resolve())
+    assert Path(entry["command"]).is_absolute() and entry["args"][:2] == ["-m", "localmem"]
+    assert entry["args"][2:] == ["--db", str((tmp_path / "mem.db").resolve()), "serve"]
     assert clientconfig.snippet(settings, "vscode")["servers"]["localmem"]["type"] == "stdio"
     target = tmp_path / "claude.json"
     target.write_text(json.dumps({"mcpServers": {"other": {"command": "/bin/other"}}, "theme": "dark"}))
