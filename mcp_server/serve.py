@@ -1,7 +1,9 @@
 """Run the server: stdio for desktop clients, streamable HTTP on 127.0.0.1, an optional
 folder watcher beside it, and the store's resident socket (``localmem.resident``: CLI
 queries and hooks read through this process instead of loading the store and the model
-themselves); ``--transport socket`` serves the socket alone, without MCP.
+themselves; a hook's raw command line is planned by ``localmem.hooks.served``, a CLI
+query's by the planner ``localmem serve`` passes); ``--transport socket`` serves the
+socket alone, without MCP.
 ``localmem serve`` and the ``localmem-mcp`` script land here.
 
 stdout is the protocol wire on stdio: everything else (logs, watcher events, errors)
@@ -29,6 +31,7 @@ import apsw
 
 from localmem.config import Settings, load_settings
 from localmem.errors import ConfigError, LocalmemError
+from localmem.hooks.served import HookPlanner
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
 from localmem.resident.server import ResidentServer, answers
@@ -115,7 +118,7 @@ def serve(
         watcher = _start_watcher(settings, watch, stop) if watch else None
         lock = threading.Lock()  # one store call at a time: MCP tools, resources and socket queries
         server = build_server(store, generator=model, worker=worker, lock=lock)
-        sock = ResidentServer(store, lock, cli)
+        sock = ResidentServer(store, lock, cli, HookPlanner())  # hooks' raw lines: whoever started the server
         if resident:
             sock.start()
         log.info("localmem MCP server on %s (%s)", settings.db, transport)
@@ -174,7 +177,7 @@ def _serve_socket(
         with open_store(settings) as store, _syncing(settings, sync):
             store.embedder.embed(["warm-up"])  # the model loaded now, not by the first caller
             watcher = _start_watcher(settings, watch, stop) if watch else None
-            sock = ResidentServer(store, cli=cli)
+            sock = ResidentServer(store, cli=cli, hooks=HookPlanner())
             if not sock.start(standby=False):
                 raise ConfigError(
                     f"cannot serve {settings.db}'s socket: another process serves it, or no private folder"

@@ -72,7 +72,8 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     "localmem.memory": ("localmem.models.llm",),  # a type only: the generator is loaded by the registry
     "localmem.models.onnx_cache": ("localmem.models.onnx_graph",),  # the graph edit, only when a session is built
     # in-process (and a daemon started) only when no resident process answered
-    "localmem.hooks.__main__": ("localmem.hooks.run", "localmem.resident.daemon"),
+    "localmem.hooks.__main__": ("localmem.hooks.entry",),  # the settings, only when the fast path was not answered
+    "localmem.hooks.entry": ("localmem.hooks.run", "localmem.resident.daemon"),
 }
 
 

@@ -16,31 +16,28 @@ Invariants:
   server's own), the same checks and the same printing; anything else the in-process
   command would do (``--help``, a parse error, a bad setting, ``--batch``, a key flag, an
   error) is ``wire.Refused``, and the caller runs the command itself;
-- settings are loaded once per set of sources (the variables, the config file's path, size,
-  mtime and inode, the flags), so a served query parses no TOML.
+- settings are loaded once per set of sources (``resident.callers``, the rule the hooks'
+  planner shares), so a served query parses no TOML.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import stat
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from localmem.cli import build_parser, cable_flags, undecodable
 from localmem.cli.query import check_query, cmd_query, cmd_recall, payload_query, query_output, recall_output
-from localmem.config import Settings, config_file, settings_from
+from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.resident import quick, wire
 from localmem.resident.ask import absolute_project
+from localmem.resident.callers import CallerSettings
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
-
-CACHED = 16  # sets of settings kept (callers with other variables, other config files)
 
 
 class Quiet(argparse.ArgumentParser):
@@ -62,15 +59,9 @@ class Planner:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._parser: argparse.ArgumentParser | None = None
-        self._settings: dict[str, Settings] = {}
+        self._settings = CallerSettings()
 
     def __call__(self, call: wire.CliCall) -> wire.Plan:
-        for name in wire.PLATFORM_ENV:
-            if call.platform.get(name) != os.environ.get(name):
-                raise wire.Refused(f"${name} is not this process's")
-        conf = call.env.get("LOCALMEM_CONFIG")
-        if conf and not os.path.isabs(conf):
-            raise wire.Refused("$LOCALMEM_CONFIG is relative to the caller's folder")
         try:
             return self._plan(call)
         except LocalmemError as exc:  # a bad setting or argument: the caller's process says it
@@ -107,23 +98,8 @@ class Planner:
             return self._parser.parse_args(list(argv))
 
     def _load(self, call: wire.CliCall, args: argparse.Namespace) -> Settings:
-        """The caller's settings, from the cache while their sources are unchanged."""
-        path = config_file(call.env)
-        try:
-            st = os.stat(path)
-            source = [str(path), st.st_size, st.st_mtime_ns, st.st_ino] if stat.S_ISREG(st.st_mode) else None
-        except OSError:
-            source = None
-        key = json.dumps([sorted(call.env.items()), source, args.db, args.embedder])
-        with self._lock:
-            hit = self._settings.get(key)
-        if hit is None:
-            hit = settings_from(call.env, db=args.db, embedder=args.embedder)
-            with self._lock:
-                while len(self._settings) >= CACHED:
-                    self._settings.pop(next(iter(self._settings)))  # the oldest
-                self._settings[key] = hit
-        return hit
+        """The caller's settings (``resident.callers``: cached while their sources are unchanged)."""
+        return self._settings.load(call.env, call.platform, db=args.db, embedder=args.embedder)
 
 
 def _query_printer(args: argparse.Namespace) -> wire.Render:

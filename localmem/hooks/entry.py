@@ -1,14 +1,16 @@
-"""``python -m localmem.hooks [--db DB] EVENT --client CLIENT``: the command the agents' hook
-entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
+"""The hook command with its settings loaded: what ``python -m localmem.hooks`` runs when its
+fast path (``hooks.quick``: the raw command line to the store's resident process) was not
+answered, and the parser both paths share (the resident process parses a raw hook line
+with :func:`parser` too: ``hooks.served``).
 
-Exits 0 whatever happens and prints the reply for the agent or nothing
-(``localmem.hooks``): a bad command line or bad settings are counted in the store's hook
-status like any other failure, never shown to the agent. ``--help`` prints this.
+A session start or a prompt is asked of the store's resident process once more, with
+settings loaded (``hooks.fast``: op ``hook``); only when none answers is the in-process
+path (``hooks.run``: numpy, the model, the store) imported, after a daemon is started for
+the next hook (``resident.daemon``, unless ``hooks.daemon_idle`` is 0).
 
-A session start or a prompt is first asked of the store's resident process
-(``hooks.fast``); only when none answers is the in-process path (``hooks.run``: numpy, the
-model, the store) imported, after a daemon is started for the next hook
-(``resident.daemon``, unless ``hooks.daemon_idle`` is 0).
+Invariant (``localmem.hooks``): exits 0 whatever happens; a bad command line or bad
+settings are counted in the store's hook status like any other failure, never shown to
+the agent.
 """
 
 from __future__ import annotations
@@ -24,27 +26,32 @@ from localmem.config import default_db_path, load_settings
 from localmem.hooks import events, fast, status
 from localmem.resident.wire import HOOK_EVENTS
 
+USAGE = """``python -m localmem.hooks [--db DB] EVENT --client CLIENT``: the command the agents' hook
+entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
+
+Exits 0 whatever happens and prints the reply for the agent or nothing: a bad command line
+or bad settings are counted in the store's hook status (``localmem doctor``), never shown
+to the agent. A session start or a prompt is answered by the store's resident process
+when one serves it (``localmem serve``, the MCP server, or the daemon a hook starts)."""
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ValueError(message)  # counted, not printed: the client shows a hook's stderr
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m localmem.hooks", description=__doc__)
+def parser(cls: type[argparse.ArgumentParser] = _Parser) -> argparse.ArgumentParser:
+    """The hook command's parser (``cls``: the resident process's refuses instead of printing)."""
+    p = cls(prog="python -m localmem.hooks", description=USAGE)
     p.add_argument("--db", type=Path, help="the store (default: $LOCALMEM_DB, the config file or the user data dir)")
     p.add_argument("event", help=f"one of {', '.join(events.EVENTS)}")
     p.add_argument("--client", required=True, help=f"one of {', '.join(events.CLIENTS)}")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    t0 = time.perf_counter()
-    args_in = sys.argv[1:] if argv is None else argv
-    if "-h" in args_in or "--help" in args_in:
-        parser().print_help()
-        return 0
-    raw = sys.stdin.buffer.read(events.MAX_PAYLOAD + 1)
+def main(args_in: list[str], raw: bytes, t0: float) -> int:
+    """The hook for ``args_in`` with the payload ``raw`` read from stdin, its time counted
+    from ``t0`` (a ``time.perf_counter()`` reading at the process's start)."""
     try:
         args = parser().parse_args(args_in)
     except ValueError as exc:  # a command line the client should never send
@@ -84,7 +91,3 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         os._exit(0)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from localmem.config import Settings
 from localmem.hooks import events, status
@@ -33,11 +34,13 @@ def deadline(settings: Settings, event: str) -> float:
     return {"session-start": h.session_deadline, "prompt": h.prompt_deadline}.get(event, h.ingest_deadline)
 
 
-def hook_ask(settings: Settings, ev: HookEvent) -> HookAsk:
+def hook_ask(settings: Settings, ev: HookEvent, here: str | None = None) -> HookAsk:
     """What a session-start or prompt hook asks, in-process or of the resident process: its
-    project is the payload's ``cwd`` (else this process's folder), made absolute here."""
+    project is the payload's ``cwd`` (else the hook's folder ``here``, default this
+    process's), made absolute against ``here`` (a resident process passes its caller's)."""
     budget = settings.hooks.session_budget if ev.event == "session-start" else settings.hooks.prompt_budget
-    project = os.path.abspath(os.path.expanduser(ev.cwd or os.getcwd()))
+    folder = here or os.getcwd()
+    project = os.path.normpath(os.path.join(folder, os.path.expanduser(ev.cwd or folder)))  # abspath, from ``here``
     return HookAsk(ev.event, ev.client, project, ev.session_id, ev.prompt, budget, settings.hooks.prompt_bar)
 
 
@@ -64,14 +67,22 @@ def answer(
     got, why_not = client.ask_hook(settings, hook_ask(settings, ev), left)
     if got is None:
         return why_not
-    detail: dict[str, object] = {"via": "resident"}
-    detail.update({k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got})
-    outcome = "quiet"
-    if got["text"]:
-        write(events.reply(ev.client, ev.event, got["text"]))
-        outcome = "replied"
+    line, outcome, detail = served(ev, got)
+    if line is not None:
+        write(line)
     _record(settings, client_name, event, outcome, started, detail)
     return None
+
+
+def served(ev: HookEvent, got: dict[str, Any]) -> tuple[str | None, str, dict[str, object]]:
+    """A recall the resident process answered (``resident.recall.answer``'s dict): the line
+    the hook prints (None: nothing), its outcome and the detail its status keeps; the
+    same for op ``hook`` (here) and op ``hook-cli`` (``hooks.served``)."""
+    detail: dict[str, object] = {"via": "resident"}
+    detail.update({k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got})
+    if got["text"]:
+        return events.reply(ev.client, ev.event, got["text"]), "replied", detail
+    return None, "quiet", detail
 
 
 def _record(

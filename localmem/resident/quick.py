@@ -54,7 +54,7 @@ def run(argv: list[str]) -> int | None:
     raw: bytes | None = None
     reply = None
     try:
-        target = _target(db)
+        target = find(db)
         if target is not None:
             if command == "recall":  # read only once a server is there to take it
                 raw = sys.stdin.buffer.read(MAX_STDIN + 1)
@@ -124,9 +124,19 @@ def secret(name: str) -> bool:
     return name in SECRET_ENV or any(word in SECRET_WORDS for word in name[len("LOCALMEM_") :].split("_"))
 
 
-def _target(db: str | None) -> tuple[str, dict[str, Any]] | None:
+def caller() -> dict[str, Any]:
+    """What a raw command line carries of its process: its folder, its ``LOCALMEM_*``
+    variables but the secret ones, its values of ``unix.PLATFORM_ENV``."""
+    return {
+        "cwd": os.getcwd(),
+        "env": {k: v for k, v in os.environ.items() if k.startswith("LOCALMEM_") and not secret(k)},
+        "platform": {k: os.environ.get(k) for k in unix.PLATFORM_ENV},
+    }
+
+
+def find(db: str | None) -> tuple[str, dict[str, Any]] | None:
     """The socket to ask and the store's identity, when this user's socket of a plaintext
-    store is there; else None."""
+    store is there; else None (the hooks' fast path, ``hooks.quick``, asks only this too)."""
     path = store_path(db)
     folder = unix.runtime_dir()
     if path is None or folder is None:
@@ -147,10 +157,8 @@ def _ask(sock: str, identity: dict[str, Any], argv: list[str], stdin: bytes | No
         "op": "cli",
         "store": identity,
         "argv": argv,
-        "cwd": os.getcwd(),
-        "env": {k: v for k, v in os.environ.items() if k.startswith("LOCALMEM_") and not secret(k)},
-        "platform": {k: os.environ.get(k) for k in unix.PLATFORM_ENV},
         "stdin": None if stdin is None else stdin.decode("utf-8"),
+        **caller(),
     }
     reply = unix.exchange(sock, unix.encode(request))
     stdout, stderr, code = reply.get("stdout"), reply.get("stderr"), reply.get("code")

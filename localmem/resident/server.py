@@ -13,7 +13,12 @@ Invariants (docs/architecture.md, "The resident fast path"):
   code version or protocol is not this process's own, or when the store stays busy with
   another call for ``BUSY_S``; a ``cli`` request (a raw command line) is answered only by a
   server given a ``wire.Plan`` maker (``localmem serve`` gives ``localmem.cli.served``'s),
-  and only when the plan names this store and this fingerprint;
+  and only when the plan names this store and this fingerprint; a ``hook-cli`` request (a
+  raw hook command line) likewise, by a server given a ``wire.HookPlan`` maker
+  (``localmem.hooks.served``'s: ``localmem serve`` and the MCP server give it), and its
+  reply says first how many seconds the plan leaves of the hook's deadline, then the
+  answer within them, or a refusal (``timeout``) then, while the recall finishes and its
+  rows are written;
 - store calls hold the caller's lock (the MCP server's: one call on the connection at a
   time); the socket thread never holds it while it waits for a client;
 - a ``cli`` read's recall-log row (the row the caller's own process would write) is written
@@ -60,10 +65,12 @@ class ResidentServer:
         store: Store,
         lock: threading.Lock | None = None,
         cli: Callable[[wire.CliCall], wire.Plan] | None = None,
+        hooks: Callable[[wire.HookCall], wire.HookPlan] | None = None,
     ) -> None:
         self.store = store
         self.lock = lock or threading.Lock()
         self.cli = cli  # makes the plan of a raw command line (op ``cli``); None: that op is refused
+        self.hooks = hooks  # makes the plan of a raw hook command line (op ``hook-cli``); None: refused
         self.path: Path | None = None
         self._sock: socket.socket | None = None
         self._inode: int | None = None
@@ -177,7 +184,8 @@ class ResidentServer:
                 try:
                     if unix.peer_uid(conn) not in (None, os.getuid()):
                         return
-                    reply, record = self.answer(wire.decode(unix.read_line(conn, wire.MAX_LINE)))
+                    request = wire.decode(unix.read_line(conn, wire.MAX_LINE))
+                    reply, record = self.answer(request, early=lambda msg: conn.sendall(wire.encode(msg)))
                     conn.settimeout(unix.REPLY_S)
                     conn.sendall(wire.encode(reply))
                 except (OSError, ValueError) as exc:  # the client went away, sent no JSON line, or a lone surrogate
@@ -194,18 +202,23 @@ class ResidentServer:
         self.log_recall(record)
         return reply
 
-    def answer(self, req: dict[str, Any]) -> Answer:
+    def answer(self, req: dict[str, Any], early: Callable[[dict[str, Any]], None] | None = None) -> Answer:
         """The reply to one request, and the recall-log row its read leaves to write
-        (``log_recall``, once the reply is on its way)."""
+        (``log_recall``, once the reply is on its way). ``early``: sends a message before
+        the reply (a ``hook-cli`` recall's ``{"ok": true, "left": S}``, so that the caller
+        knows how long to wait)."""
         if req.get("protocol") != wire.PROTOCOL or req.get("version") != __version__:
             return refuse("version"), None
         op = req.get("op")
-        if op not in ("context", "hook", "cli") or (op == "cli" and (self.cli is None or not self._plain)):
+        raw = {"cli": self.cli, "hook-cli": self.hooks}  # a raw command line: a plan maker, a plaintext store
+        if op not in ("context", "hook", *raw) or (op in raw and (raw[op] is None or not self._plain)):
             return refuse("op"), None
         if self._identity is None or req.get("store") != self._identity:
             return refuse("store"), None
         if op == "cli":
             return self._command(req)
+        if op == "hook-cli":
+            return self._hook_command(req, early)
         if req.get("settings") != self._fingerprint:
             return refuse("settings"), None
         try:
@@ -244,10 +257,61 @@ class ResidentServer:
 
         return self._locked(read)
 
-    def _locked(self, call: Callable[[], Answer]) -> Answer:
-        """``call()`` holding the store's lock: a refusal when it stays busy or the read
-        fails (the caller meets the error again in-process and says it its own way)."""
-        if not self.lock.acquire(timeout=BUSY_S):
+    def _hook_command(self, req: dict[str, Any], early: Callable[[dict[str, Any]], None] | None) -> Answer:
+        """A raw hook command line (op ``hook-cli``): its plan, checked, and its recall
+        answered within the time the plan leaves, which ``early`` tells the caller first
+        (module docstring)."""
+        assert self.hooks is not None
+        try:
+            plan = self.hooks(wire.parse_hook_call(req))
+        except ValueError as exc:
+            return refuse(f"request: {exc}"), None
+        except wire.Refused as exc:
+            return refuse(f"command: {exc}"[:200]), None
+        if plan.store != self._identity:
+            return refuse("store"), None
+        if plan.fingerprint != self._fingerprint:
+            return refuse("settings"), None
+        ask = plan.ask
+        if ask is None:
+            return {"ok": True, **plan.render(None)}, None
+        if early is not None:
+            early({"ok": True, "left": plan.left})
+        busy_s = min(BUSY_S, plan.left)
+        return self._within(
+            lambda: self._locked(lambda: ({"ok": True, **plan.render(recall.answer(self.store, ask))}, None), busy_s),
+            plan.left,
+        )
+
+    def _within(self, call: Callable[[], Answer], seconds: float) -> Answer:
+        """``call()`` in a thread of its own, waited for ``seconds``: then a refusal
+        (``timeout``) while it finishes; ``stop`` waits for it as for a call in flight."""
+        box: list[Answer] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box.append(call())
+            except Exception as exc:  # what the caller's own process meets again and counts its way
+                box.append((refuse(f"error: {type(exc).__name__}"), None))
+            finally:
+                done.set()
+                with self._calls:
+                    self._in_flight -= 1
+                    self._calls.notify_all()
+
+        with self._calls:
+            self._in_flight += 1
+        threading.Thread(target=work, name="localmem-resident-hook", daemon=True).start()
+        if not done.wait(seconds):
+            return refuse("timeout"), None
+        return box[0]
+
+    def _locked(self, call: Callable[[], Answer], busy_s: float = BUSY_S) -> Answer:
+        """``call()`` holding the store's lock: a refusal when it stays busy for ``busy_s``
+        or the read fails (the caller meets the error again in-process and says it its
+        own way)."""
+        if not self.lock.acquire(timeout=busy_s):
             return refuse("busy"), None
         try:
             answered = call()

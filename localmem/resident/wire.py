@@ -3,7 +3,7 @@
 One Unix socket per store: ``<runtime dir>/<hash of the store's real path>.sock``, where the
 runtime dir is ``$XDG_RUNTIME_DIR/localmem`` (else ``run`` in the user data dir; the rule is
 ``unix``'s, which the stdlib-only fast entry shares). One request, one reply, each one line
-of JSON, then the connection closes.
+of JSON (``hook-cli``: a line before the reply), then the connection closes.
 
 A request names the store by its real path and its file identity (device, inode), and the
 code by its version and this protocol's (``PROTOCOL``, 2 since the ``cli`` op); the server
@@ -17,6 +17,15 @@ answers only when they are its own. Three ops:
   real parser, loads the settings from the caller's sources, and answers only when they name
   its store and give its fingerprint; the reply is the stdout, stderr and exit code the
   in-process command would have produced (a ``Plan`` made by ``localmem.cli.served``).
+- ``hook-cli``: a raw hook command line (a ``HookCall``: the argv of ``python -m
+  localmem.hooks``, folder, ``LOCALMEM_*`` variables, the payload read from stdin and the
+  seconds the hook has run) sent by ``localmem.hooks.quick`` before it has loaded any
+  settings; the server parses it with the hook's real parser and settings
+  (``localmem.hooks.served`` makes the ``HookPlan``) and answers as ``hook`` does, within
+  what is left of the hook's deadline: a first line ``{"ok": true, "left": S}`` says how
+  many seconds that is (the caller waits no longer), then the reply: what the hook prints
+  and the outcome it counts in its status (a prompt with nothing to recall for: that
+  reply alone, at once).
 Or a refusal with a reason (the caller then does the work in-process).
 
 Invariants:
@@ -62,6 +71,8 @@ __all__ = [
     "PROTOCOL",
     "CliCall",
     "HookAsk",
+    "HookCall",
+    "HookPlan",
     "Plan",
     "Query",
     "Refused",
@@ -71,6 +82,7 @@ __all__ = [
     "fingerprint",
     "parse_cli",
     "parse_hook",
+    "parse_hook_call",
     "parse_query",
     "private_folder",
     "request",
@@ -255,3 +267,44 @@ def parse_cli(req: dict[str, Any]) -> CliCall:
     if stdin is not None and not isinstance(stdin, str):
         raise ValueError("stdin must be a string")
     return CliCall(tuple(argv), cwd, dict(env), dict(platform), stdin)
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """A ``hook-cli`` request: ``python -m localmem.hooks ARGV`` as the caller would run it
+    in-process, from ``cwd``, with its ``LOCALMEM_*`` variables but the secret ones, the
+    values of ``PLATFORM_ENV`` it has, the payload it read from stdin (UTF-8 text), and the
+    seconds it has run (``elapsed``: its deadline counts from its own start)."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    platform: dict[str, str | None] = field(default_factory=dict)
+    stdin: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass(frozen=True)
+class HookPlan:
+    """What a ``hook-cli`` request amounts to, before the server reads: the store and
+    reading settings the caller's own process would use (checked against the server's),
+    the recall to do (None: none, e.g. an empty prompt), the seconds left for it, and
+    ``render(recall or None) -> {"stdout": what the hook prints, "record": what it counts}``
+    (``record``: ``db``, ``client``, ``event``, ``outcome``, ``detail`` for ``hooks.status``)."""
+
+    store: dict[str, Any] | None
+    fingerprint: str
+    ask: HookAsk | None
+    left: float
+    render: Callable[[dict[str, Any] | None], dict[str, Any]]
+
+
+def parse_hook_call(req: dict[str, Any]) -> HookCall:
+    """The ``HookCall`` of a ``hook-cli`` request; ValueError when a field has the wrong type."""
+    call = parse_cli({**req, "stdin": req.get("stdin")})
+    elapsed = req.get("elapsed")
+    if not isinstance(call.stdin, str):
+        raise ValueError("stdin must be a string")
+    if not isinstance(elapsed, int | float) or isinstance(elapsed, bool) or not 0 <= elapsed < 1e6:
+        raise ValueError("elapsed must be a number of seconds")
+    return HookCall(call.argv, call.cwd, call.env, call.platform, call.stdin, float(elapsed))

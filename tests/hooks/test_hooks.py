@@ -225,7 +225,7 @@ def test_a_timeout_and_a_bad_payload(stored: Path) -> None:
 
 
 def test_the_status_file_never_grows(stored: Path) -> None:
-    path = status.path_for(stored)
+    path = Path(status.path_for(stored))
     before = path.stat().st_size
     for i in range(30):
         status.record(stored, "codex", "prompt", "failed", ms=1.0, kind="error", message="x" * 5000 + str(i))

@@ -1,0 +1,36 @@
+"""``python -m localmem.hooks [--db DB] EVENT --client CLIENT``: the command the agents' hook
+entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
+
+A session start or a prompt is first sent raw to the store's resident process
+(``hooks.quick``: the standard library only, no settings loaded); the hook with its
+settings loaded (``hooks.entry``: the settings, then the same question with them, then the
+in-process path) is imported only when that did not answer, and then does everything as
+it does without a resident process. Exits 0 whatever happens (``localmem.hooks``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from localmem.hooks import quick
+
+
+def main(argv: list[str] | None = None) -> int:
+    t0 = time.perf_counter()
+    args_in = sys.argv[1:] if argv is None else argv
+    if "-h" in args_in or "--help" in args_in:
+        from localmem.hooks import entry  # lazy: the parser, only to print its help
+
+        entry.parser().print_help()
+        return 0
+    raw = sys.stdin.buffer.read(quick.MAX_PAYLOAD + 1)
+    if quick.answer(args_in, raw, t0):
+        return 0
+    from localmem.hooks import entry  # lazy: the settings and the rest, only when no resident process answered
+
+    return entry.main(args_in, raw, t0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
