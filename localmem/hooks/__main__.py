@@ -25,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         entry.parser().print_help()
         return 0
     raw = sys.stdin.buffer.read(quick.MAX_PAYLOAD + 1)
-    if quick.answer(args_in, raw, t0):
+    try:
+        answered = quick.answer(args_in, raw, t0)
+    except Exception:  # never the agent's problem: the path with settings loaded does the hook
+        answered = False
+    if answered:
         return 0
     from localmem.hooks import entry  # lazy: the settings and the rest, only when no resident process answered
 
