@@ -206,9 +206,12 @@ def test_a_missing_key(tmp_path: Path) -> None:
     doctor_names(db, "key missing")
 
 
-def test_a_timeout_and_a_bad_payload(stored: Path) -> None:
+def test_a_timeout_and_a_bad_payload(stored: Path, tmp_path: Path) -> None:
     ask = {"session_id": "s", "cwd": CWD, "prompt": "what does module 2 return?"}
-    slow = hook(stored, "prompt", ask, LOCALMEM_HOOKS_PROMPT_DEADLINE="0.1")
+    # a machine's first hook (no saved embedder session): with the saved one, a recall on
+    # this small store can finish inside the shortest deadline (0.1 s)
+    cold = str(tmp_path / "cold-cache")
+    slow = hook(stored, "prompt", ask, LOCALMEM_HOOKS_PROMPT_DEADLINE="0.1", XDG_CACHE_HOME=cold)
     failed_quietly(slow, stored, "timeout")
     bad = hook(stored, "session-start", b"this is not json {")
     failed_quietly(bad, stored, "bad payload")
