@@ -159,6 +159,13 @@ def test_a_server_of_other_settings_or_a_foreign_socket_costs_nothing(stored: Pa
         finally:
             server.path.parent.chmod(0o700)
         assert not opened.fast and opened.last["resident"] == "no socket"
+        if os.getuid() == 0:  # root may give the socket file to another user: not asked either
+            os.chown(server.path, 12345, -1)
+            try:
+                foreign = run(stored, ["prompt", "--client", "claude-code"], _json(ASK), LOCALMEM_BUDGET_TOKENS="900")
+            finally:
+                os.chown(server.path, 0, -1)
+            assert not foreign.fast and foreign.last["resident"] == "no socket" and foreign.code == 0
     finally:
         server.stop()
 
