@@ -20,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from localmem.hooks import status
 from localmem.resident import wire
 from localmem.resident.server import answers
 from tests.resident.test_quick import Q, Run, ingest, run
@@ -67,7 +68,23 @@ async def _served_query(entry: dict[str, object], db: Path, cwd: Path) -> tuple[
             assert time.monotonic() < deadline, "the entry's server never served its socket"
             await anyio.sleep(0.1)
         queried = await anyio.to_thread.run_sync(lambda: run(["query", Q], db=db, cwd=cwd))
+        hooked = await anyio.to_thread.run_sync(lambda: _prompt_hook(db))
+    assert hooked.returncode == 0 and b"Maya" in hooked.stdout, hooked.stderr[-500:]
+    assert b"| localmem.hooks.quick" in hooked.stderr and b"| localmem.config" not in hooked.stderr  # the raw line
+    assert status.read(db)["last_run"]["via"] == "resident"
     return tools, queried
+
+
+def _prompt_hook(db: Path) -> subprocess.CompletedProcess[bytes]:
+    """A prompt hook, as the agents run it, while the entry's server runs."""
+    payload = {"session_id": "s", "cwd": str(db.parent), "prompt": Q}
+    return subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "localmem.hooks", "--db", str(db), "prompt", "--client", "codex"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "LOCALMEM_HOOKS_PROMPT_BAR": "-1", "LOCALMEM_HOOKS_DAEMON_IDLE": "0"},
+    )
 
 
 async def test_the_installed_entry_serves_mcp_and_answers_the_fast_entry(tmp_path: Path) -> None:
