@@ -3,6 +3,8 @@ starts it (a real stdio subprocess under a real MCP client session), serves MCP 
 a `localmem query` through the fast entry (`localmem.resident.quick`, op `cli`) on its
 socket, byte for byte as the query prints in-process; an entry of an earlier version
 (`python -m mcp_server`) still serves MCP, and the query is then answered by the full CLI.
+Under both entries a prompt hook's raw line (`localmem.hooks.quick`, op `hook-cli`) is
+answered by the server: the MCP package hands it the hooks' planner itself.
 
 Whether the fast entry answered is read as in tests/resident/test_quick.py: a process it
 answered never imports `localmem.cli`."""
