@@ -65,8 +65,7 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     "localmem.__main__": ("localmem.resident.quick", "localmem.cli"),
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
     "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
-    # in-process only when no resident process answered (the model warmed meanwhile)
-    "localmem.resident.ask": ("localmem.resident.local", "localmem.models.registry", "localmem.storage.write.binding"),
+    "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered
     # the llama.cpp side only for a GGUF model or a command that generates
     "localmem.models.registry": ("localmem.models.gguf_meta", "localmem.models.gguf_embedding", "localmem.models.llm"),
     "localmem.memory": ("localmem.models.llm",),  # a type only: the generator is loaded by the registry

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from localmem.config import default_db_path, load_settings
 from localmem.hooks import events, fast, status
-from localmem.resident import ask
 from localmem.resident.wire import HOOK_EVENTS
 
 USAGE = """``python -m localmem.hooks [--db DB] EVENT --client CLIENT``: the command the agents' hook
@@ -82,8 +81,6 @@ def main(args_in: list[str], raw: bytes, t0: float) -> int:
 
         with contextlib.suppress(Exception):  # never the agent's problem: the next hook tries again
             daemon.start(settings, settings.hooks.daemon_idle)  # for the next hook; this one answers in-process
-        with contextlib.suppress(Exception):  # a failure is met again, and counted, by the read itself
-            ask.warm_model(settings)  # the model loads in a thread while the in-process path is imported
     from localmem.hooks import run  # lazy: the in-process path (numpy, the model, the store)
 
     note: dict[str, object] | None = (

@@ -6,8 +6,6 @@ server and benchmarks agree on what "default" means.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,46 +49,7 @@ def builtin_id(spec: str) -> str | None:
     return None
 
 
-# Embedders being loaded in a thread of their own (``warm``), by spec, until an opening
-# store asks for that spec (``default_embedder``).
-_warming: dict[str, OnnxMiniLM] = {}
-
-
-def warm(spec: str) -> None:
-    """Start loading the embedder ``spec`` names in a thread of its own, for a process that
-    opens a store once and reads at once (an in-process ``localmem query``): the
-    onnxruntime session is made without holding the GIL (~35 ms), while this thread imports
-    the read path and opens the store. The next ``default_embedder`` of that spec returns
-    it; the read's own ``load`` waits for it. The caller passes the spec the store will be
-    read with (its record, when the setting follows it), or a wrong guess costs a load.
-
-    Never raises: whatever goes wrong here (a bad setting, a missing model) is met again,
-    and raised, by the opening or the read. The thread is not a daemon, so the interpreter
-    waits for it before it exits (onnxruntime tearing down under a running load could
-    crash the process). Only the ONNX embedders are warmed (llama.cpp loads itself)."""
-    try:
-        emb = default_embedder(spec)
-    except Exception:  # met again, and raised, where the store is opened
-        return
-    if not isinstance(emb, OnnxMiniLM) or emb.spec is None or emb.spec in _warming:
-        return
-    _warming[emb.spec] = emb
-    threading.Thread(target=_load_quietly, args=(emb,), name="localmem-warm-embedder").start()
-
-
-def _load_quietly(emb: OnnxMiniLM) -> None:
-    with contextlib.suppress(Exception):  # the read's own load() meets the same error and raises it
-        emb.load()
-
-
 def default_embedder(spec: str = "default") -> Embedder:
-    """The embedder ``spec`` names (``_make``), the one ``warm`` is loading if any."""
-    emb = _make(spec)
-    key = getattr(emb, "spec", None)
-    return _warming.pop(key, emb) if key is not None else emb
-
-
-def _make(spec: str) -> Embedder:
     """The embedder a setting names: "default" (the packaged embedder trained for memory,
     ``localmem-chat-minilm-l6``), "minilm" (the packaged all-MiniLM-L6-v2), a .gguf or a
     .onnx file, or an ONNX sentence-embedder folder (``models/onnx_folder.py``). A packaged

@@ -229,9 +229,8 @@ def test_a_silent_server_costs_the_hook_its_deadline_and_nothing_reaches_the_age
 ) -> None:
     sock = fake_server(stored, None)
     try:
-        # a machine's first hook (no saved embedder session): with the saved one, the model
-        # warmed while the in-process path is imported lets the recall on this small store
-        # finish in the 0.1 s the silent server leaves
+        # a machine's first hook (no saved embedder session): with the saved one, the recall
+        # on this small store can finish in the 0.1 s the silent server leaves
         cold = str(tmp_path / "cold-cache")
         run = hook(stored, "prompt", ASK, LOCALMEM_HOOKS_PROMPT_DEADLINE="1.5", XDG_CACHE_HOME=cold)
         assert run.returncode == 0 and run.stdout == b"" and run.stderr == b""

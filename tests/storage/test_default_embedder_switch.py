@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from localmem.config import Settings
-from localmem.memory import open_store
 from localmem.models import registry
 from localmem.models.embedding import OnnxMiniLM
 from localmem.records import SessionIn, TurnIn
-from localmem.resident.ask import following
 from localmem.storage.engine import db as dbm
 from localmem.storage.vectors import rebuild
-from localmem.storage.write import binding
 from localmem.storage.write.store import Store
 from tests.helpers.cli import run
 
@@ -117,37 +113,3 @@ def test_a_new_store_records_the_trained_models_spec(tmp_path: Path) -> None:
     run("ingest", str(log), db=db)
     rec = _recorded(db)
     assert rec.embedder_id.startswith("localmem-chat-minilm-l6@") and rec.spec == "localmem-chat-minilm-l6"
-
-
-@pytest.mark.parametrize("spec", ["minilm", "default", None], ids=["minilm", "old-default-alias", "no-spec"])
-def test_an_in_process_query_warms_the_model_the_store_records(
-    minilm_store: Path, tmp_path: Path, spec: str | None
-) -> None:
-    """An old MiniLM store read with the setting left at default: the model warmed before
-    the store opens is MiniLM (the one it will be read with), not the new default, and the
-    store is handed that very embedder."""
-    path = _with_spec(minilm_store, tmp_path / "m.db", spec)
-    settings = Settings(db=path)
-    spec = following(settings, binding.peek_spec)
-    assert spec is not None and registry.builtin_id(spec) == registry.MINILM
-    assert following(replace(settings, embedder="minilm"), lambda p: "unused") == "minilm"
-    registry._warming.clear()
-    registry.warm(spec)
-    assert set(registry._warming) == {registry.MINILM}
-    warmed = registry._warming[registry.MINILM]
-    with open_store(settings) as store:
-        assert store.embedder is warmed
-
-
-def test_peeking_reads_nothing_it_cannot(tmp_path: Path) -> None:
-    missing = tmp_path / "none.db"
-    assert binding.peek_spec(missing) is None and not missing.exists()  # nothing made
-    notdb = tmp_path / "notdb.db"
-    notdb.write_bytes(b"not an SQLite file " * 100)
-    assert binding.peek_spec(notdb) is None
-    empty = tmp_path / "empty.db"
-    dbm.connect(empty).close()  # a database, no store yet
-    assert binding.peek_spec(empty) is None
-    # a store to be made is read with the setting; one that cannot be peeked at is not guessed
-    assert following(Settings(db=missing), binding.peek_spec) == Settings(db=missing).embedder
-    assert following(Settings(db=notdb), binding.peek_spec) is None

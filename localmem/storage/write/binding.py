@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import apsw
-
 from localmem.errors import EmbedderMismatch, LocalmemError
 from localmem.models.embedding import Embedder
 from localmem.storage.engine.db import Conn
@@ -46,24 +44,6 @@ def load_spec(rec: Recorded) -> str:
     changed, issue 39: "default" then meant MiniLM) is loaded by its model id, which
     names the packaged embedder that wrote it; "default" would load today's default."""
     return rec.embedder_id if rec.spec in (None, "", "default") else rec.spec
-
-
-def peek_spec(path: Path) -> str | None:
-    """The spec of the embedder the store at ``path`` records (``load_spec``), read through
-    a short read-only connection, for a process that starts loading that model before it
-    opens the store (``models.registry.warm``). None when there is no record or it cannot
-    be read now (no file, an encrypted or busy store): the opening decides then, as always."""
-    try:
-        conn = Conn(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
-        return None
-    try:
-        rec = recorded(conn)
-    except apsw.Error:  # not a database (an encrypted one, without its key), busy, no meta table yet
-        return None
-    finally:
-        conn.close()
-    return None if rec is None else load_spec(rec)
 
 
 def matches(rec: Recorded | None, embedder: Embedder) -> bool:
