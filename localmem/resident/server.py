@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -55,6 +55,7 @@ ACCEPT_S = 0.5  # the accept loop looks at the stop flag this often
 STANDBY_S = 5.0  # how often a process that found the socket taken checks whether it is free again
 STOP_S = 10.0  # how long stop() waits for calls in flight (a reply, its recall-log row)
 Answer = tuple[dict[str, Any], RecallWrite | None]  # a reply, and the recall-log row left to write
+P = TypeVar("P", wire.Plan, wire.HookPlan)  # a raw line's plan (op cli, op hook-cli)
 
 
 class ResidentServer:
@@ -233,12 +234,11 @@ class ResidentServer:
         asked = query
         return self._locked(lambda: ({"ok": True, "context": local.context(self.store, asked)}, None))
 
-    def _command(self, req: dict[str, Any]) -> Answer:
-        """A raw command line (op ``cli``): its plan, checked, read and printed as the
-        caller's own process would."""
-        assert self.cli is not None
+    def _planned(self, plan_of: Callable[[], P]) -> P | Answer:
+        """A raw line's plan, or the refusal it gets: a request or command line the
+        planner refuses, or a plan naming another store or other settings."""
         try:
-            plan = self.cli(wire.parse_cli(req))
+            plan = plan_of()
         except ValueError as exc:
             return refuse(f"request: {exc}"), None
         except wire.Refused as exc:
@@ -247,6 +247,16 @@ class ResidentServer:
             return refuse("store"), None
         if plan.fingerprint != self._fingerprint:
             return refuse("settings"), None
+        return plan
+
+    def _command(self, req: dict[str, Any]) -> Answer:
+        """A raw command line (op ``cli``): its plan, checked, read and printed as the
+        caller's own process would."""
+        cli = self.cli
+        assert cli is not None
+        plan = self._planned(lambda: cli(wire.parse_cli(req)))
+        if isinstance(plan, tuple):  # refused
+            return plan
         query = plan.query
         if query is None:
             return printed(plan, None), None
@@ -261,18 +271,12 @@ class ResidentServer:
         """A raw hook command line (op ``hook-cli``): its plan, checked, and its recall
         answered within the time the plan leaves, which ``early`` tells the caller first
         (module docstring)."""
-        assert self.hooks is not None
+        hooks = self.hooks
+        assert hooks is not None
         t0 = time.monotonic()
-        try:
-            plan = self.hooks(wire.parse_hook_call(req))
-        except ValueError as exc:
-            return refuse(f"request: {exc}"), None
-        except wire.Refused as exc:
-            return refuse(f"command: {exc}"[:200]), None
-        if plan.store != self._identity:
-            return refuse("store"), None
-        if plan.fingerprint != self._fingerprint:
-            return refuse("settings"), None
+        plan = self._planned(lambda: hooks(wire.parse_hook_call(req)))
+        if isinstance(plan, tuple):  # refused
+            return plan
         ask = plan.ask
         if ask is None:
             return {"ok": True, **plan.render(None)}, None
