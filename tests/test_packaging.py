@@ -221,6 +221,19 @@ async def test_the_bundle_validates_and_its_own_command_serves_in_a_clean_folder
         listed = [t.name for t in (await c.list_tools()).tools]
         res = await c.call_tool("remember", {"turns": [{"text": "The bundle remembers the blue kettle."}]})
         assert not res.is_error, res.content
+        # the bundle's server (localmem serve) answers `localmem recall` through the fast
+        # entry: the command line is answered before the full CLI is imported
+        recall = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "localmem", "--db", str(db), "recall", "--json"],
+            input=json.dumps({"prompt": "What does the bundle remember?"}),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert recall.returncode == 0, recall.stderr
+        assert json.loads(recall.stdout)["via"] == "resident"
+        assert not [line for line in recall.stderr.splitlines() if line.rstrip().endswith("| localmem.cli")]
     # no model configured: every tool but answer, in the manifest's order
     assert listed == [t["name"] for t in manifest["tools"] if t["name"] != "answer"]
     assert db.is_file()  # the user's database field reached the server

@@ -1,5 +1,7 @@
 """The MCP Bundle's entry point: localmem's MCP server over stdio, run by ``uv`` in the
-bundle's folder (``uv run --directory <bundle> --frozen server/main.py``).
+bundle's folder (``uv run --directory <bundle> --frozen server/main.py``). It runs
+``localmem [--db DB] serve [--model M]``, as ``localmem mcp-config`` entries do, so the
+server also answers a ``localmem query`` or an agent's hook over its socket.
 
 The host passes the user's settings from the manifest's ``user_config`` as
 ``LOCALMEM_BUNDLE_DB`` and ``LOCALMEM_BUNDLE_MODEL``. A field left empty (or a host that
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from mcp_server.serve import main
+from localmem.cli import main
 
 
 def _setting(name: str) -> str | None:
@@ -26,6 +28,7 @@ def argv() -> list[str]:
     db = _setting("LOCALMEM_BUNDLE_DB")
     if db:
         args += ["--db", db]
+    args.append("serve")
     model = _setting("LOCALMEM_BUNDLE_MODEL")
     if model:
         args += ["--model", model]
