@@ -5,7 +5,8 @@ anything of localmem's settings or storage is imported, and ``wire``, ``client``
 
 - the socket of a store: ``<runtime dir>/<sha256 of the store's real path, 24 hex>.sock``;
   the runtime dir is ``$XDG_RUNTIME_DIR/localmem`` when that folder exists, else ``run`` in
-  the user data dir (platformdirs' rule, which :func:`user_data_dir` spells for Linux);
+  the user data dir (platformdirs' rule, which :func:`user_data_dir` spells for Linux and
+  macOS);
 - only the same user: the folder is this user's with no group or other bits
   (:func:`private_folder`), the socket file is this user's (:func:`own_socket`), and the
   process at the other end is this user's (:func:`peer_uid`, ``SO_PEERCRED``).
@@ -45,26 +46,35 @@ PLATFORM_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 SQLITE_MAGIC = b"SQLite format 3\x00"  # storage.engine.keys.SQLITE_MAGIC: a plaintext store's first bytes
 
 
+# Where platformdirs puts the user's folders when no $XDG_* variable names one, by OS: both
+# folders are ~/Library/Application Support on macOS (platformdirs >= 4.3 honours $XDG_*
+# there too; an older one that does not names another store, which the server's own check
+# of the caller's settings then refuses: the full CLI reads).
+_HOME_DEFAULTS = {"linux": (".local/share", ".config"), "darwin": ("Library/Application Support",) * 2}
+
+
 def user_data_dir() -> str | None:
-    """``platformdirs.user_data_dir("localmem")`` on Linux, without importing platformdirs
-    (~16 ms); None where this rule is not known to match (another OS, a relative $HOME)."""
-    return _xdg("XDG_DATA_HOME", ".local/share")
+    """``platformdirs.user_data_dir("localmem")`` on Linux and macOS, without importing
+    platformdirs (~16 ms); None where this rule is not known to match (another OS, a
+    relative $HOME)."""
+    return _xdg("XDG_DATA_HOME", 0)
 
 
 def user_config_dir() -> str | None:
-    """``platformdirs.user_config_dir("localmem")`` on Linux, as :func:`user_data_dir`."""
-    return _xdg("XDG_CONFIG_HOME", ".config")
+    """``platformdirs.user_config_dir("localmem")`` on Linux and macOS, as :func:`user_data_dir`."""
+    return _xdg("XDG_CONFIG_HOME", 1)
 
 
-def _xdg(variable: str, default: str) -> str | None:
-    if not sys.platform.startswith("linux"):
+def _xdg(variable: str, which: int) -> str | None:
+    system = "linux" if sys.platform.startswith("linux") else sys.platform
+    if system not in _HOME_DEFAULTS:
         return None
     base = os.environ.get(variable, "")
     if not os.path.isabs(base):
         home = os.environ.get("HOME")
         if home is not None and not os.path.isabs(home):
             return None  # platformdirs then reads the passwd entry
-        base = os.path.expanduser("~/" + default)
+        base = os.path.expanduser("~/" + _HOME_DEFAULTS[system][which])
         if not os.path.isabs(base):
             return None
     return os.path.join(base, APP)

@@ -287,6 +287,33 @@ def test_the_user_folders_are_platformdirs_own(env: dict[str, str], monkeypatch:
     assert quick.store_path(None) == str(config_default_db())
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"XDG_DATA_HOME": "/srv/data", "XDG_CONFIG_HOME": "/srv/conf/"},
+        {"XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": ""},
+        {"HOME": "/Users/someone/"},
+    ],
+)
+def test_the_user_folders_on_macos_are_platformdirs_own(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule for macOS against platformdirs' own macOS class (it computes its folders
+    from the environment and ``~``, so it runs here too)."""
+    from platformdirs.macos import MacOS
+
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(unix.sys, "platform", "darwin")
+    mac = MacOS("localmem")
+    assert unix.user_data_dir() == mac.user_data_dir
+    assert unix.user_config_dir() == mac.user_config_dir
+    assert unix.runtime_dir() == os.path.join(mac.user_data_dir, "run")  # wire.runtime_dir's rule
+    monkeypatch.setattr(unix.sys, "platform", "win32")
+    assert unix.user_data_dir() is None and unix.user_config_dir() is None  # not spelled out: the full CLI
+
+
 def config_default_db() -> Path:
     from localmem.config import default_db_path
 
