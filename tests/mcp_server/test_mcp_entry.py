@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from localmem.hooks import status
 from localmem.resident import wire
 from localmem.resident.server import answers
-from tests.resident.test_quick import Q, Run, ingest, run
+from tests.helpers.fastentry import Q, Run, ingest, run
 
 pytestmark = pytest.mark.anyio
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -24,53 +23,8 @@ import pytest
 from localmem import __main__ as localmem_main
 from localmem.resident import quick, unix, wire
 from localmem.storage.engine import keys
+from tests.helpers.fastentry import Q, ingest, run
 from tests.helpers.resident import Server
-
-SAMPLE = Path(__file__).resolve().parents[2] / "localmem" / "data" / "sample_conversation.jsonl"
-Q = "Which shoes did Maya switch to?"
-_IMPORT_LINE = re.compile(rb"^import time:[^\n]*\n", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Run:
-    stdout: bytes
-    stderr: bytes  # without -X importtime's lines
-    code: int
-    full_cli: bool  # the process imported localmem.cli: the fast entry did not answer
-
-
-def run(
-    args: list[str],
-    *,
-    db: Path | None,
-    stdin: bytes | None = None,
-    env: dict[str, str] | None = None,
-    cwd: Path,
-    full: bool = False,
-) -> Run:
-    """`localmem [--db DB] ARGS` as the console script runs it, or (``full``) the full CLI alone."""
-    where = ["--db", str(db)] if db is not None else []
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "localmem.cli" if full else "localmem", *where, *args],
-        input=stdin,
-        capture_output=True,
-        timeout=300,
-        env=env or os.environ.copy(),
-        cwd=cwd,
-    )
-    names = [line.rsplit(b"|", 1)[-1].strip() for line in _IMPORT_LINE.findall(proc.stderr)]
-    return Run(proc.stdout, _IMPORT_LINE.sub(b"", proc.stderr), proc.returncode, b"localmem.cli" in names)
-
-
-def ingest(db: Path, env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "localmem", "--db", str(db), "ingest", str(SAMPLE)],
-        capture_output=True,
-        timeout=300,
-        env=env or os.environ.copy(),
-    )
-    assert proc.returncode == 0, proc.stderr
-
 
 # (argv after --db, stdin, whether the fast entry answers it)
 CASES: list[tuple[list[str], bytes | None, bool]] = [
