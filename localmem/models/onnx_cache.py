@@ -87,11 +87,13 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
     if (folder / f"{key}.unusable").exists() or not _ready(folder):
         return build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
     built = None
+    differs = 0  # forms whose saved files gave another output (or none)
     for prepacked in (True, False):
         tmp = folder / f".{key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             built, usable = _save(ort, model, options, tmp, prepacked)
             if not usable:
+                differs += 1
                 continue
             (tmp / SOURCE).write_text(str(source.resolve()), "utf-8")
             for f in tmp.iterdir():
@@ -99,14 +101,15 @@ def session(ort: Any, source: Path, options: Options, folder: Path | None = None
             os.rename(tmp, saved)  # fails when another process's entry is there already: keep that one
             prune(folder, key, source)
             return built
-        except OSError:  # nothing can be saved (a full disk), or another process's entry is there
-            return built if built is not None else build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+        except OSError:  # this form cannot be saved (a full disk, an option this runtime refuses)
+            if saved.exists():  # another process's entry is there: use it next time
+                break
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    # neither form loads to the same output: not tried again for this key (every start would pay)
-    with contextlib.suppress(OSError):
-        (folder / f"{key}.unusable").touch(mode=0o600)
-    return built
+    if differs == 2:  # neither form loads to the same output: not tried again for this key (every start would pay)
+        with contextlib.suppress(OSError):
+            (folder / f"{key}.unusable").touch(mode=0o600)
+    return built if built is not None else build(ort, model, options(ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
 
 
 def prune(folder: Path, key: str, source: Path, now: float | None = None) -> list[Path]:

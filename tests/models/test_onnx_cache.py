@@ -4,6 +4,7 @@ the cache can fail falls back to building the session."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -76,6 +77,30 @@ def test_the_plain_form_is_saved_when_the_prepacked_one_differs(
     assert b"prepacked" not in (entry / onnx_cache.GRAPH).read_bytes()
     monkeypatch.undo()
     assert onnx_cache.same_output(onnx_cache.session(ort, _packaged_onnx(), options, folder), built_from_source())
+
+
+def test_the_plain_form_is_saved_when_the_prepacked_one_cannot_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime that refuses to save the pre-packed form (its build raises) still gets a
+    cached session, the plain weights', and no marker that would stop every later try."""
+    folder = tmp_path / "models"
+    real_build = onnx_cache.build
+
+    def refuses_prepacked(ort_: Any, model: bytes, opts: Any) -> Any:
+        asked = ""
+        with contextlib.suppress(RuntimeError):  # an option never set reads as an error
+            asked = opts.get_session_config_entry("session.save_external_prepacked_constant_initializers")
+        if asked == "1":
+            raise RuntimeError("this runtime cannot save pre-packed weights")
+        return real_build(ort_, model, opts)
+
+    monkeypatch.setattr(onnx_cache, "build", refuses_prepacked)
+    s = onnx_cache.session(ort, _packaged_onnx(), options, folder)
+    (entry,) = folder.iterdir()
+    assert entry.name == onnx_cache.cache_key(ort, _packaged_onnx())
+    assert b"prepacked" not in (entry / onnx_cache.GRAPH).read_bytes()
+    assert onnx_cache.same_output(s, built_from_source())
 
 
 def test_saving_removes_the_entries_it_supersedes_once_a_week_old(tmp_path: Path) -> None:
