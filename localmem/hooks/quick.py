@@ -80,24 +80,19 @@ def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | No
     db = event = client = None
     i = 0
     while i < len(argv):
-        arg = argv[i]
-        if arg.startswith("-"):
-            name, eq, value = arg.partition("=")
-            if name not in FLAGS:
+        if argv[i].startswith("-"):
+            got = quick.option(argv, i, FLAGS)
+            if got is None:
                 return None
-            if not eq:
-                i += 1
-                if i == len(argv) or argv[i].startswith("-"):
-                    return None
-                value = argv[i]
+            name, value, i = got
             if name == "--db":
                 db = value
             else:
                 client = value
-        elif event is None:
-            event = arg
-        else:
+            continue
+        if event is not None:
             return None  # a second positional: the parser's error
+        event = argv[i]
         i += 1
     return None if event is None or client is None else (db, event)
 

@@ -78,21 +78,30 @@ def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | No
     db = None
     i = 0
     while i < len(argv):
-        arg = argv[i]
-        if arg in COMMANDS:
-            return db, arg
-        name, eq, value = arg.partition("=")
-        if name not in VALUE_FLAGS:
+        if argv[i] in COMMANDS:
+            return db, argv[i]
+        got = option(argv, i, VALUE_FLAGS)
+        if got is None:
             return None
-        if not eq:
-            i += 1
-            if i == len(argv) or argv[i].startswith("-"):
-                return None  # argparse says why
-            value = argv[i]
+        name, value, i = got
         if name == "--db":
             db = value
-        i += 1
     return None
+
+
+def option(argv: list[str] | tuple[str, ...], i: int, names: tuple[str, ...]) -> tuple[str, str, int] | None:
+    """The option at ``argv[i]`` when it is one of ``names``, its value (``--name=value`` or
+    ``--name value``) and the index after it; None for another option, or one without its
+    value (the real parser says why)."""
+    name, eq, value = argv[i].partition("=")
+    if name not in names:
+        return None
+    if not eq:
+        i += 1
+        if i == len(argv) or argv[i].startswith("-"):
+            return None
+        value = argv[i]
+    return name, value, i + 1
 
 
 def store_path(db: str | None) -> str | None:
