@@ -56,3 +56,11 @@ def ingest(db: Path, env: dict[str, str] | None = None) -> None:
         env=env or os.environ.copy(),
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def imported_by(module: str) -> set[str]:
+    """The modules a fresh interpreter loads to import ``module`` (all but its start-up's)."""
+    code = f"import sys; b = set(sys.modules); import {module}; print(*sorted(set(sys.modules) - b))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split())

@@ -28,6 +28,7 @@ from localmem.bench import agent_logs
 from localmem.hooks import events, quick, status
 from localmem.resident import wire
 from localmem.storage.engine import keys
+from tests.helpers.fastentry import imported_by
 from tests.helpers.hooks import CWD, SESSION, hook
 from tests.helpers.resident import Server
 
@@ -238,10 +239,7 @@ def test_an_encrypted_store_is_never_asked_raw(tmp_path: Path) -> None:
 
 
 def test_the_fast_path_imports_the_standard_library_only() -> None:
-    code = "import sys; b = set(sys.modules); import localmem.hooks.__main__; print(*sorted(set(sys.modules) - b))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    names = set(proc.stdout.split())
+    names = imported_by("localmem.hooks.__main__")
     ours = {"localmem.hooks.quick", "localmem.hooks.status", "localmem.resident.quick", "localmem.resident.unix"}
     assert ours <= names
     mine = {n for n in names if n.startswith("localmem")}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 from dataclasses import fields
@@ -23,7 +22,7 @@ import pytest
 from localmem import __main__ as localmem_main
 from localmem.resident import quick, unix, wire
 from localmem.storage.engine import keys
-from tests.helpers.fastentry import Q, ingest, run
+from tests.helpers.fastentry import Q, imported_by, ingest, run
 from tests.helpers.resident import Server
 
 # (argv after --db, stdin, whether the fast entry answers it)
@@ -196,10 +195,7 @@ def test_an_encrypted_store_takes_the_full_path(tmp_path: Path) -> None:
 
 
 def test_the_fast_entry_imports_the_standard_library_only() -> None:
-    code = "import sys; b = set(sys.modules); import localmem.resident.quick; print(*sorted(set(sys.modules) - b))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    names = set(proc.stdout.split())
+    names = imported_by("localmem.resident.quick")
     ours = {"localmem", "localmem.resident", "localmem.resident.unix", "localmem.resident.quick"}
     assert ours <= names
     others = {n for n in names - ours if n.split(".")[0] not in sys.stdlib_module_names}
