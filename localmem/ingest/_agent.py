@@ -24,7 +24,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import Counter
@@ -32,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from localmem.ingest._json import Cursor, Record
+from localmem.ingest._json import Cursor, Record, loads
 from localmem.ingest._units import Unit, bad
 from localmem.records import Project, SessionIn, TurnIn
 from localmem.util import secrets
@@ -205,7 +204,7 @@ def tool_line(name: str, args: Any) -> str | None:
         return None
     if isinstance(args, str):
         try:
-            args = json.loads(args)
+            args = loads(args)
         except ValueError:
             args = {"input": args}
     a = args if isinstance(args, dict) else {}

@@ -56,7 +56,7 @@ def read_json(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
     try:
-        return _clean(json.loads(text), text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"invalid JSON: {exc.msg}", path=str(path), where=f"line {exc.lineno} column {exc.colno}"
@@ -193,7 +193,7 @@ def _lines(fh: IO[bytes], path: Path, start: Cursor, max_bytes: int) -> Iterator
                 continue
             try:
                 text = raw.decode("utf-8-sig" if begin == 0 else "utf-8")
-                value = _clean(json.loads(text), text)
+                value = loads(text)
             except UnicodeDecodeError as exc:
                 err = InputError(f"not UTF-8: {exc.reason}", path=str(path), where=where)
                 yield Record(line_no - 1, where, None, after, err)
@@ -213,6 +213,12 @@ def _lines(fh: IO[bytes], path: Path, start: Cursor, max_bytes: int) -> Iterator
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` as every ingest reader decodes JSON: lone surrogates replaced
+    (``_clean``), so that nothing parsed from a file fails where it is stored."""
+    return _clean(json.loads(text), text)
 
 
 def _clean(value: Any, raw: str) -> Any:

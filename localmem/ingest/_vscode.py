@@ -9,7 +9,6 @@ Invariants: nothing here writes a file; an entry that does not fit the session i
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from localmem.errors import InputError
 from localmem.ingest._agent import tool_line
+from localmem.ingest._json import loads
 from localmem.ingest._units import timestamp
 from localmem.records import Project
 
@@ -164,7 +164,7 @@ def tool(part: dict[str, Any]) -> str | None:
     raw = data.get("rawInput") if data.get("kind") == "input" else None
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads(raw)
         except ValueError:
             raw = {"input": raw}
     args: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
@@ -198,7 +198,7 @@ def workspace_project(path: Path) -> Project | None:
     """The folder of the workspace a session belongs to (``workspace.json`` beside ``chatSessions``)."""
     marker = path.parent.parent / "workspace.json"
     try:
-        info = json.loads(marker.read_text("utf-8"))
+        info = loads(marker.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     folder = info.get("folder") if isinstance(info, dict) else None

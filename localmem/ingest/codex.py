@@ -25,14 +25,13 @@ turn's native id is its line number. Source = ``codex``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest._agent import Break, Event, Said, Session, Skip, Tool, group, text_of, tool_line
-from localmem.ingest._json import WINDOW, Cursor, Record, records
+from localmem.ingest._json import WINDOW, Cursor, Record, loads, records
 from localmem.ingest._units import Unit, timestamp
 from localmem.records import Project
 
@@ -73,7 +72,7 @@ def header(path: Path) -> tuple[str, Session]:
     try:
         with path.open("rb") as fh:
             first = fh.readline(WINDOW * 16)
-        obj = json.loads(first.decode("utf-8-sig"))
+        obj = loads(first.decode("utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"cannot read the session header: {exc}", path=str(path), where="line 1") from exc
     meta = obj.get("payload") if isinstance(obj, dict) and obj.get("type") == "session_meta" else obj

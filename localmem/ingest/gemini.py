@@ -24,14 +24,13 @@ are left out. A ``.project_root`` file beside the chats folder whose path hashes
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest._agent import Event, Said, Session, Skip, group, text_of, tool_line
-from localmem.ingest._json import WINDOW, Cursor, Record, records, shape
+from localmem.ingest._json import WINDOW, Cursor, Record, loads, records, shape
 from localmem.ingest._units import Unit, timestamp
 from localmem.records import Project
 
@@ -74,7 +73,7 @@ def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", 
 def _first_line(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            obj = json.loads(fh.readline(WINDOW * 16).decode("utf-8-sig"))
+            obj = loads(fh.readline(WINDOW * 16).decode("utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"cannot read the chat's first line: {exc}", path=str(path), where="line 1") from exc
     if not isinstance(obj, dict):

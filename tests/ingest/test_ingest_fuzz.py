@@ -6,6 +6,7 @@ the store as it was."""
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -220,3 +221,22 @@ def test_whatever_parses_can_be_written(tmp_path: Path, fmt: str, data: st.DataO
             assert len(first.errors) == bad
             again = runner.ingest_file(store, p, fmt, skip_bad=True)
             assert again.new == 0 and stored_turns(store) == after
+
+
+@pytest.mark.parametrize("fmt", ["codex", "gemini"])
+def test_a_lone_surrogate_in_a_session_header_is_stored_as_a_replacement(tmp_path: Path, fmt: str) -> None:
+    """The first line of an agent's session is read on its own (the session's key, its
+    folder): a lone surrogate spelled in its JSON (``"\\ud800"``) becomes U+FFFD there as
+    in every other line, instead of failing where SQLite stores it (a case the fuzz above
+    drew once)."""
+    first, rest = FIXTURES[fmt].split(b"\n", 1)
+    planted = re.sub(rb'("(?:id|cwd|sessionId|projectHash)"\s*:\s*")', rb"\1\\ud800", first)
+    assert planted != first
+    p = tmp_path / "f.jsonl"
+    p.write_bytes(planted + b"\n" + rest)
+    db = tmp_path / "m.db"
+    with Store(db, embedder=HashEmbedder(), settings=Settings(db=db)) as store:
+        report = runner.ingest_file(store, p, fmt, skip_bad=True)
+        assert report.new > 0 and not report.errors
+        keys = [k for (k,) in store.conn.execute("SELECT key FROM sessions")]
+    assert any("\ufffd" in k for k in keys), keys
