@@ -1,6 +1,9 @@
 """Shared fixtures: the fake embedder and chat model of ``tests/helpers/fakes.py`` (for
-tests about other things), real stores in temp dirs, and an autouse fixture that keeps
-every test away from the user's real data, config, cache and runtime directories."""
+tests about other things), real stores in temp dirs, an autouse fixture that keeps
+every test away from the user's real data, config, cache and runtime directories, and
+one that keeps ``localmem query`` / ``recall`` from leaving resident daemons behind (a test
+about them sets ``LOCALMEM_QUERY_DAEMON_IDLE`` itself: tests/cli/test_query_daemon.py).
+A subprocess inherits both only through an environment built from ``os.environ``."""
 
 from __future__ import annotations
 
@@ -36,6 +39,11 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("LOCALMEM_CONFIG", raising=False)
     monkeypatch.delenv("LOCALMEM_EMBEDDER", raising=False)
     monkeypatch.delenv("LOCALMEM_MODEL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_query_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALMEM_QUERY_DAEMON_IDLE", "0")
 
 
 @pytest.fixture

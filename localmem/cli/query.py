@@ -5,6 +5,11 @@ store open: ``localmem.resident``) and read in-process only when none answers; t
 is the same either way. This module stays light (no numpy, no store) so that a query a
 resident process answers costs little more than the interpreter's start.
 
+One that read in-process starts a daemon for the next one (``resident.daemon``:
+``serve --transport socket --idle-exit query.daemon_idle``), only once its answer is printed
+and flushed, and only for a store that was there before the command (``--no-daemon``,
+``query.daemon_idle = 0``: none). ``--batch``, an error and an empty ``recall`` start none.
+
 ``query --batch`` reads in-process, prints one JSON line per input line, flushed as it
 goes, and names the input line of any error. ``recall`` is the contract hooks are wired to
 (docs/cli.md, "recall"): one JSON object on stdin, the context text on stdout, nothing when
@@ -14,6 +19,7 @@ nothing is found.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -23,7 +29,7 @@ from localmem.cli import cable_flags
 from localmem.config import Settings, default
 from localmem.errors import InputError
 from localmem.resident import ask
-from localmem.resident.wire import PROJECT_PREFIX, Query
+from localmem.resident.wire import PROJECT_PREFIX, Query, store_identity
 
 BUDGET_HELP = (
     f"token budget of the context (default: the budget_tokens setting, {default('budget_tokens')}; "
@@ -53,6 +59,7 @@ def add_query(sub: Any) -> None:
         "--batch", type=Path, help='JSONL file of {"query", "as_of"?, "budget"?, "scope"?}; one result per line'
     )
     c.add_argument("--json", action="store_true", help="print JSON (text, tokens, turns with reasons)")
+    add_no_daemon(c)
     cable_flags.add_read_flags(c)
     c.set_defaults(func=cmd_query)
 
@@ -67,15 +74,28 @@ def add_recall(sub: Any) -> None:
     )
     c.add_argument("--budget", type=int, help="token budget when the payload gives none; " + BUDGET_HELP)
     c.add_argument("--json", action="store_true", help='print {"context": ..., "via": "resident" | "in-process"}')
+    add_no_daemon(c)
     c.set_defaults(func=cmd_recall)
+
+
+def add_no_daemon(c: argparse.ArgumentParser) -> None:
+    c.add_argument(
+        "--no-daemon",
+        action="store_true",
+        help="read in-process without leaving a resident process for the next call (by default one is started "
+        f"when none serves the store; it exits after query.daemon_idle idle seconds, {default('query.daemon_idle'):g})",
+    )
 
 
 def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     check_query(args)
     if args.batch:
         return _query_batch(settings, args)
-    ctx, _via = ask.context(settings, Query(args.text, args.budget, args.as_of, args.scope))
+    existed = store_identity(settings.db) is not None
+    ctx, via = ask.context(settings, Query(args.text, args.budget, args.as_of, args.scope))
     write(*query_output(args, ctx))
+    if via == "in-process" and existed:
+        leave_daemon(args, settings)
     return 0
 
 
@@ -103,9 +123,25 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     query = payload_query(_stdin(), args.budget)
     if query is None:
         return 0
+    existed = store_identity(settings.db) is not None
     ctx, via = ask.context(settings, query)
     write(recall_output(args, ctx, via), "")
+    if via == "in-process" and existed:
+        leave_daemon(args, settings)
     return 0
+
+
+def leave_daemon(args: argparse.Namespace, settings: Settings) -> None:
+    """Start the store's daemon for the next call (module docstring), the answer already
+    out: flushed first, then a fork and exec, never waited for and never an error."""
+    if args.no_daemon or settings.query.daemon_idle <= 0:
+        return
+    with contextlib.suppress(Exception):  # the answer is given (a closed pipe, too); the next call tries again
+        sys.stdout.flush()
+        sys.stderr.flush()
+        from localmem.resident import daemon  # lazy: subprocess (~6 ms), only once the answer is out
+
+        daemon.start(settings, settings.query.daemon_idle)
 
 
 def recall_output(args: argparse.Namespace, ctx: dict[str, Any], via: str) -> str:

@@ -132,6 +132,19 @@ class HooksParams:
 
 
 @dataclass(frozen=True)
+class QueryParams:
+    """What ``localmem query`` and ``localmem recall`` leave behind (docs/cli.md, "The resident fast path")."""
+
+    # A query or recall that found no resident process and read in-process starts one
+    # (`serve --transport socket`) once its answer is printed, so the next one is served; it
+    # exits after this many idle seconds; 0: they start none (localmem/resident/daemon.py).
+    daemon_idle: float = 600.0
+
+    def __post_init__(self) -> None:
+        check_instance(self, "query")
+
+
+@dataclass(frozen=True)
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
     embedder: str = "default"  # "default" (follows the store), "minilm", a GGUF model, a .onnx file or an ONNX folder
@@ -149,6 +162,7 @@ class Settings:
     cable: CableParams = field(default_factory=CableParams)
     ingest: IngestParams = field(default_factory=IngestParams)
     hooks: HooksParams = field(default_factory=HooksParams)
+    query: QueryParams = field(default_factory=QueryParams)
 
     def __post_init__(self) -> None:
         check_instance(self, "")
@@ -162,12 +176,13 @@ class Settings:
         return replace(self, **clean)
 
 
-Section = type[RetrievalParams] | type[CableParams] | type[IngestParams] | type[HooksParams]
+Section = type[RetrievalParams] | type[CableParams] | type[IngestParams] | type[HooksParams] | type[QueryParams]
 SECTIONS: dict[str, Section] = {
     "retrieval": RetrievalParams,
     "cable": CableParams,
     "ingest": IngestParams,
     "hooks": HooksParams,
+    "query": QueryParams,
 }
 
 

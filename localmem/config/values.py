@@ -50,6 +50,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "hooks.prompt_deadline": (0.1, None),
     "hooks.ingest_deadline": (0.1, None),
     "hooks.daemon_idle": (0, None),
+    "query.daemon_idle": (0, None),
     "cable.kb": (1, None),
     "cable.kh": (1, None),
     "cable.nq": (1, None),

@@ -1,7 +1,9 @@
-"""A resident process started for the hooks: when a hook finds no process answering on the
-store's socket, it starts ``localmem serve --transport socket --idle-exit N`` detached, so
-the next hook is answered over the socket; the daemon exits after N idle seconds
-(``hooks.daemon_idle``; 0: hooks start none).
+"""A resident process started for the hooks and the CLI: when a hook, ``localmem query`` or
+``localmem recall`` finds no process answering on the store's socket, it starts
+``localmem serve --transport socket --idle-exit N`` detached, so the next call is answered
+over the socket; the daemon exits after N idle seconds (``hooks.daemon_idle``,
+``query.daemon_idle``; 0: that caller starts none), or once its store file is gone or
+replaced (``mcp_server.serve``).
 
 Invariants:
 - one daemon per store, however many hooks start at once (the race peers have with a
@@ -10,8 +12,9 @@ Invariants:
   holds it until it exits; a hook that finds the lock held starts nothing. A daemon that
   finds another process already serving the socket (``localmem serve``, the MCP server)
   exits at once;
-- never in the hook's way: starting is a fork and exec (no wait for the daemon), every
-  failure is a False, never an exception; the hook that starts a daemon answers in-process;
+- never in the caller's way: starting is a fork and exec (no wait for the daemon), every
+  failure is a False, never an exception; the hook that starts a daemon answers in-process,
+  and a query or recall starts it only once its answer is printed (``cli.query``);
 - keys: the daemon inherits the starter's environment (``$LOCALMEM_KEY_FILE``,
   ``$LOCALMEM_KEY``; a process's environment is readable only by its user), so it reads the
   store's key from the same source the hook did (or the OS keyring, as the hook would);
