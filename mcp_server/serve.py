@@ -166,7 +166,9 @@ def _serve_socket(
 ) -> int:
     """The resident socket alone (no MCP SDK, no worker) until SIGINT or SIGTERM, or until
     ``idle_exit`` seconds pass without a request: the small daemon for hooks and CLI
-    queries when no MCP client keeps a server running (``localmem.resident.daemon``)."""
+    queries when no MCP client keeps a server running (``localmem.resident.daemon``); that
+    daemon also exits at its next idle check once its store file is deleted or replaced
+    (another file at the path: every caller is refused, ``store``)."""
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     path = socket_path(settings.db)
@@ -187,6 +189,11 @@ def _serve_socket(
                 while not stop.wait(_idle_check(idle_exit)):
                     if idle_exit is not None and sock.idle_for() >= idle_exit:
                         log.warning("localmem resident socket for %s: idle for %g s, exiting", settings.db, idle_exit)
+                        break
+                    if idle_exit is not None and sock.store_gone():  # no caller can reach it any more
+                        log.warning(
+                            "localmem resident socket for %s: the store was deleted or replaced, exiting", settings.db
+                        )
                         break
             finally:
                 sock.stop()
@@ -266,8 +273,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--idle-exit",
         type=float,
         metavar="SECONDS",
-        help="--transport socket: exit after this many seconds without a request (what a hook starts: "
-        "hooks.daemon_idle); then also exit at once if another process already serves the store's socket",
+        help="--transport socket: exit after this many seconds without a request (what a hook or a query starts: "
+        "hooks.daemon_idle, query.daemon_idle), or once the store file is deleted or replaced; then also exit at "
+        "once if another process already serves the store's socket",
     )
     p.add_argument(
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level"

@@ -351,6 +351,11 @@ class ResidentServer:
         """Seconds since the last request was answered (or since the server was made)."""
         return time.monotonic() - self.last_call
 
+    def store_gone(self) -> bool:
+        """Whether the store file this process holds open is no longer at its path: deleted,
+        or another file there (a copy, a restore, an encrypt), whose callers it refuses."""
+        return self._identity is None or wire.store_identity(self.store.path) != self._identity
+
 
 def refuse(why: str) -> dict[str, Any]:
     return {"ok": False, "why": why}
