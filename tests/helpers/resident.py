@@ -1,8 +1,10 @@
-"""A real resident process for tests: ``localmem serve --transport socket`` on a store, and
-the modules a served client must never import; shared by tests/resident/ and tests/hooks/."""
+"""A real resident process for tests: ``localmem serve --transport socket`` on a store, the
+daemons a hook or a query started for a store, and the modules a served client must never
+import; shared by tests/resident/, tests/hooks/ and tests/cli/."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -62,3 +64,20 @@ def answers(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def daemons(db: Path) -> list[int]:
+    """The pids of the socket daemons serving ``db`` that a hook or a query started
+    (``serve --idle-exit``, the store's real path in their command line)."""
+    real = os.path.realpath(db)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--idle-exit" in argv and real.encode() in argv:
+            found.append(int(entry.name))
+    return found

@@ -28,7 +28,7 @@ from localmem.storage.engine import db as engine_db
 from localmem.storage.engine import keys
 from localmem.storage.layers import recalls
 from tests.helpers.hooks import CWD, SESSION, cli, context_of, hook
-from tests.helpers.resident import HEAVY, Server, answers
+from tests.helpers.resident import HEAVY, Server, answers, daemons
 
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
 ASK = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
@@ -48,22 +48,6 @@ def stored(tmp_path: Path) -> Iterator[Path]:
     yield db
     for pid in daemons(db):
         os.kill(pid, signal.SIGKILL)
-
-
-def daemons(db: Path) -> list[int]:
-    """The pids of the socket daemons serving ``db`` that a hook started."""
-    real = os.path.realpath(db)
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"--idle-exit" in argv and real.encode() in argv:
-            found.append(int(entry.name))
-    return found
 
 
 def served(db: Path) -> bool:
