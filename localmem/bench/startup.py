@@ -15,10 +15,20 @@ touches them all alike; p50 / p95 are over ``runs`` rounds.
   context asked of the server, op ``context``), for the ratio in one run;
 - ``recall`` / ``recall-server``: the hook entry point (``localmem recall``, a JSON payload on
   stdin), in-process and through the server;
+- ``query-daemon``: what a user gets by default (``query.daemon_idle``), two rows:
+  ``query-daemon-first``, the first query on a store no process serves (read in-process, then
+  the daemon started: a fork and exec), and ``query-daemon-later``, the next query, answered
+  by that daemon once it serves (its start-up, ``daemon_ready_p50_ms`` from the first query's
+  exit, is waited for untimed); the daemon is stopped after each round, so every round's
+  first query finds none. ``served``: the later runs timed while that daemon answered on
+  the socket;
 - ``ingest``: ``localmem ingest`` of a one-turn JSONL file (a new turn each run: it is
   embedded and written);
 - ``query-nocache``: ``query`` in-process with an empty model cache (a machine's first
   start: the embedding session is built and saved, ``localmem.models.onnx_cache``).
+
+Every case but ``query-daemon`` runs with ``LOCALMEM_QUERY_DAEMON_IDLE=0``: an in-process
+query or recall measures the in-process path and leaves no daemon behind.
 
 The store (``--store``, else a copy of the bundled sample conversation in the workdir)
 is read into the page cache first. Before timing, localmem's bytecode is compiled when
@@ -29,6 +39,7 @@ install compiles at install time): ``compiled`` in the result says whether it wa
 from __future__ import annotations
 
 import compileall
+import fcntl
 import json
 import os
 import resource
@@ -45,10 +56,21 @@ from typing import Any
 
 import localmem
 from localmem.bench import pagecache
-from localmem.resident import wire
+from localmem.resident import unix, wire
 from localmem.resident.server import answers
 
-CASES = ("help", "query", "query-server", "query-server-full", "recall", "recall-server", "ingest", "query-nocache")
+CASES = (
+    "help",
+    "query",
+    "query-server",
+    "query-server-full",
+    "recall",
+    "recall-server",
+    "query-daemon",
+    "ingest",
+    "query-nocache",
+)
+DAEMON_ROWS = ("query-daemon-first", "query-daemon-later")  # the rows of the query-daemon case
 # The console script as it was before the fast entry (pip's template: re, then the CLI's main).
 FULL_CLI = "import re, sys; from localmem.cli import main; sys.exit(main())"
 QUESTIONS = (
@@ -93,27 +115,36 @@ def run(
     cmd = command()
     db = store or workdir / "startup.db"
     base_env = {k: v for k, v in os.environ.items() if k not in ("LOCALMEM_DB",)}
-    # Two runtime dirs: the server and the "-server" cases meet in one; the in-process
-    # cases look for the store's socket in the other, empty one, so they read in-process.
+    base_env["LOCALMEM_QUERY_DAEMON_IDLE"] = "0"  # the in-process cases stay in-process, leave nothing behind
+    # Three runtime dirs: the server and the "-server" cases meet in one; the in-process
+    # cases look for the store's socket in another, empty one, so they read in-process; the
+    # query-daemon case's own daemon serves in the third.
     # Short paths under the temp dir: a socket path must stay under ~100 bytes.
     run_root = Path(tempfile.mkdtemp(prefix="lm-"))
-    run_dirs = {"server": run_root / "s", "alone": run_root / "a"}
+    run_dirs = {"server": run_root / "s", "alone": run_root / "a", "daemon": run_root / "d"}
     for d in run_dirs.values():
         d.mkdir(mode=0o700)
     envs = {k: {**base_env, "XDG_RUNTIME_DIR": str(d)} for k, d in run_dirs.items()}
+    envs["daemon"]["LOCALMEM_QUERY_DAEMON_IDLE"] = "600"
+    daemon = _Daemon(db, run_dirs["daemon"])
+    names = [row for case in cases for row in (DAEMON_ROWS if case == "query-daemon" else (case,))]
     if store is None and not db.exists():
         sample = Path(localmem.__file__).parent / "data" / "sample_conversation.jsonl"
         _check(subprocess.run([*cmd, "--db", str(db), "ingest", str(sample)], capture_output=True, env=base_env))
     pagecache.warm(db)
-    times: dict[str, list[float]] = {c: [] for c in cases}
-    cpus: dict[str, list[float]] = {c: [] for c in cases}
-    served: dict[str, int] = {c: 0 for c in cases}
+    times: dict[str, list[float]] = {c: [] for c in names}
+    cpus: dict[str, list[float]] = {c: [] for c in names}
+    served: dict[str, int] = {c: 0 for c in names}
+    ready: list[float] = []
     server = _Server(cmd, db, envs["server"], workdir / "server.log") if any("-server" in c for c in cases) else None
     try:
         if server is not None:
             server.start()
         for r in range(runs):
             for case in cases:
+                if case == "query-daemon":
+                    daemon_round(daemon, cmd, r, envs["daemon"], times, cpus, served, ready)
+                    continue
                 env = envs["server" if "-server" in case else "alone"]
                 argv, stdin, env = _case(case, cmd, db, r, workdir, env)
                 wall, cpu, out = _timed(argv, stdin, env)
@@ -125,10 +156,11 @@ def run(
     finally:
         if server is not None:
             server.stop()
+        daemon.stop()
         for p in [*workdir.glob("cache-*"), run_root]:
             shutil.rmtree(p, ignore_errors=True)
     rows = []
-    for case in cases:
+    for case in names:
         t = sorted(times[case])
         rows.append(
             {
@@ -138,7 +170,7 @@ def run(
                 "p95_ms": round(t[min(len(t) - 1, round(0.95 * (len(t) - 1)))], 1),
                 "mean_ms": round(statistics.fmean(t), 1),
                 "cpu_p50_ms": round(statistics.median(cpus[case]), 1),
-                "served": served[case] if case.startswith("recall") else None,
+                "served": served[case] if case.startswith("recall") or case == DAEMON_ROWS[1] else None,
             }
         )
     return {
@@ -148,7 +180,36 @@ def run(
         "command": " ".join(cmd),
         "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "rows": rows,
+        "daemon_ready_p50_ms": round(statistics.median(ready), 1) if ready else None,
     }
+
+
+def daemon_round(
+    daemon: _Daemon,
+    cmd: list[str],
+    r: int,
+    env: dict[str, str],
+    times: dict[str, list[float]],
+    cpus: dict[str, list[float]],
+    served: dict[str, int],
+    ready: list[float],
+) -> None:
+    """One round of the query-daemon case (module docstring): the first query, the wait for
+    the daemon it started, the next query, the daemon stopped."""
+    first, later = DAEMON_ROWS
+    daemon.stop()  # none left from an earlier round: the first query reads in-process
+    wall, cpu, _out = _timed([*cmd, "--db", str(daemon.db), "query", QUESTIONS[r % len(QUESTIONS)]], None, env)
+    times[first].append(wall)
+    cpus[first].append(cpu)
+    t0 = time.perf_counter()
+    pid = daemon.wait()
+    ready.append(1000 * (time.perf_counter() - t0))
+    wall, cpu, _out = _timed([*cmd, "--db", str(daemon.db), "query", QUESTIONS[(r + 1) % len(QUESTIONS)]], None, env)
+    times[later].append(wall)
+    cpus[later].append(cpu)
+    if daemon.pid() == pid:  # the same daemon answered before and after: it served the query
+        served[later] += 1
+    daemon.stop()
 
 
 def _case(
@@ -225,6 +286,58 @@ class _Server:
                 self.proc.wait()
 
 
+class _Daemon:
+    """The daemon a first query starts for the store in the query-daemon case's runtime dir:
+    waited for, found and stopped through its socket (its pid: ``SO_PEERCRED``) and its lock
+    (held for the daemon's whole life: free once it is gone)."""
+
+    def __init__(self, db: Path, run_dir: Path) -> None:
+        self.db = db
+        path = wire.socket_path(db, run_dir / "localmem")
+        if path is None:
+            raise RuntimeError(f"no socket path for {db} (too long)")
+        self.path = path
+
+    def pid(self) -> int | None:
+        """The pid of the process serving the socket, or None."""
+        return unix.peer_pid(str(self.path)) if answers(self.path) else None
+
+    def wait(self, timeout: float = 300.0) -> int:
+        """The daemon's pid once it serves; RuntimeError when none does within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while (pid := self.pid()) is None:
+            if time.monotonic() > deadline:
+                log = self.path.with_suffix(".log")
+                said = log.read_text("utf-8", "replace") if log.exists() else "no log"
+                raise RuntimeError(f"the query's daemon did not serve within {timeout:g} s: {said}")
+            time.sleep(0.02)
+        return pid
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM to the daemon, if one serves, and its lock waited for (it has exited)."""
+        pid = self.pid()
+        if pid is not None and pid != os.getpid():
+            os.kill(pid, signal.SIGTERM)
+        lock = self.path.with_suffix(".lock")
+        if not lock.exists():
+            return
+        deadline = time.monotonic() + timeout
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return  # closed below: the lock is free for the next round's daemon
+                except OSError:
+                    if time.monotonic() > deadline:
+                        if pid is not None:
+                            os.kill(pid, signal.SIGKILL)
+                        raise RuntimeError(f"the query's daemon (pid {pid}) did not exit") from None
+                    time.sleep(0.02)
+        finally:
+            os.close(fd)
+
+
 def table(result: dict[str, Any]) -> str:
     lines = [
         f"startup ({result['command']}; store {result['store']}; bytecode compiled now: {result['compiled']}; "
@@ -234,4 +347,8 @@ def table(result: dict[str, Any]) -> str:
     ]
     for r in result["rows"]:
         lines.append(" | ".join(f"{'-' if r[c] is None else r[c]!s:>17}" for c in COLUMNS))
+    if result.get("daemon_ready_p50_ms") is not None:
+        lines.append(
+            f"query-daemon: the daemon served {result['daemon_ready_p50_ms']} ms (p50) after the first query exited"
+        )
     return "\n".join(lines)

@@ -166,6 +166,26 @@ def peer_uid(sock: _socket.socket) -> int | None:
     return int(uid)
 
 
+def peer_pid(path: str) -> int | None:
+    """The pid of the process accepting on the socket at ``path`` (Linux: SO_PEERCRED, as
+    it was when it listened); None where the OS does not say or nothing accepts. A
+    connection that sends nothing is dropped by the server, and is no request: it does not
+    reset a daemon's idle time."""
+    opt = getattr(_socket, "SO_PEERCRED", None)
+    if opt is None:
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_S)
+        sock.connect(path)
+        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    except OSError:
+        return None
+    finally:
+        sock.close()
+    return int(pid)
+
+
 def read_line(sock: _socket.socket, limit: int) -> bytes:
     """Bytes up to the first newline (or the end); ValueError past ``limit``."""
     parts: list[bytes] = []
