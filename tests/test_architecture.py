@@ -64,7 +64,8 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     # the fast entry for a query or a recall; the full command only when it was not answered
     "localmem.__main__": ("localmem.resident.quick", "localmem.cli"),
     "localmem.cli": ("localmem.cli",),  # the command table: a command's module when the command runs
-    "localmem.cli.query": ("localmem.memory", "localmem.resident.local"),  # query --batch reads in-process
+    # query --batch reads in-process; a query read in-process starts a daemon once its answer is out
+    "localmem.cli.query": ("localmem.memory", "localmem.resident.local", "localmem.resident.daemon"),
     "localmem.resident.ask": ("localmem.resident.local",),  # in-process only when no resident process answered
     # the llama.cpp side only for a GGUF model or a command that generates
     "localmem.models.registry": ("localmem.models.gguf_meta", "localmem.models.gguf_embedding", "localmem.models.llm"),

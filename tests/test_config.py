@@ -13,8 +13,14 @@ import pytest
 
 from localmem import config
 from localmem.cli import build_parser, cable_flags, main
-from localmem.config import CableParams, RetrievalParams, Settings, load_settings
+from localmem.config import CableParams, QueryParams, RetrievalParams, Settings, load_settings
 from localmem.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the sources: tests/conftest.py's daemon switch is not one of them."""
+    monkeypatch.delenv("LOCALMEM_QUERY_DAEMON_IDLE")
 
 
 @pytest.fixture
@@ -27,6 +33,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # (file text, key the error must name, what it must say)
 BAD_FILE = [
+    ("[query]\ndaemon_idle = -5", "query.daemon_idle", "0 or more"),
     ('budget_tokens = "lots"', "budget_tokens", "an integer"),
     ("budget_tokens = 1.5", "budget_tokens", "an integer"),  # a float where an int is needed
     ("budget_tokens = true", "budget_tokens", "an integer"),  # a bool is not an int
@@ -93,6 +100,8 @@ def test_bad_file_value_names_key_and_file(cfg: Path, text: str, key: str, says:
 
 # (variable, value, key the error must name, what it must say)
 BAD_ENV = [
+    ("LOCALMEM_QUERY_DAEMON_IDLE", "-1", "query.daemon_idle", "0 or more"),
+    ("LOCALMEM_QUERY_DAEMON_IDLE", "soon", "query.daemon_idle", "a number"),
     ("LOCALMEM_BUDGET_TOKENS", "lots", "budget_tokens", "an integer"),
     ("LOCALMEM_BUDGET_TOKENS", "1.5", "budget_tokens", "an integer"),
     ("LOCALMEM_BUDGET_TOKENS", "-1", "budget_tokens", "1 or more"),
@@ -186,6 +195,9 @@ kb = 7
 kh = 8
 nq = 2
 verify_batch = 1
+
+[query]
+daemon_idle = 30
 """
 
 
@@ -230,10 +242,16 @@ def test_good_file_round_trips(cfg: Path, tmp_path: Path) -> None:
         cable=CableParams(
             enabled=True, subtraction=False, verification=False, generic_queries=True, kb=7, kh=8, nq=2, verify_batch=1
         ),
+        query=QueryParams(daemon_idle=30.0),
     )
-    assert isinstance(s.retrieval.rrf_k, float) and isinstance(s.db, Path)
+    assert isinstance(s.retrieval.rrf_k, float) and isinstance(s.db, Path) and isinstance(s.query.daemon_idle, float)
     # the file exercises every key there is: a key added later must be added to it too
-    for section, cls in (("", Settings), ("retrieval", RetrievalParams), ("cable", CableParams)):
+    for section, cls in (
+        ("", Settings),
+        ("retrieval", RetrievalParams),
+        ("cable", CableParams),
+        ("query", QueryParams),
+    ):
         keys = {f.name for f in fields(cls)} - set(config.SECTIONS if not section else ())
         block = GOOD.split(f"[{section}]")[1].split("\n[")[0] if section else GOOD.split("\n[")[0]
         assert keys == set(re.findall(r"^(\w+) =", block, flags=re.MULTILINE)), section

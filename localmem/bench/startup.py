@@ -39,7 +39,6 @@ install compiles at install time): ``compiled`` in the result says whether it wa
 from __future__ import annotations
 
 import compileall
-import fcntl
 import json
 import os
 import resource
@@ -56,7 +55,8 @@ from typing import Any
 
 import localmem
 from localmem.bench import pagecache
-from localmem.resident import unix, wire
+from localmem.bench.startup_daemon import DAEMON_ROWS, Daemon, one_round
+from localmem.resident import wire
 from localmem.resident.server import answers
 
 CASES = (
@@ -70,7 +70,6 @@ CASES = (
     "ingest",
     "query-nocache",
 )
-DAEMON_ROWS = ("query-daemon-first", "query-daemon-later")  # the rows of the query-daemon case
 # The console script as it was before the fast entry (pip's template: re, then the CLI's main).
 FULL_CLI = "import re, sys; from localmem.cli import main; sys.exit(main())"
 QUESTIONS = (
@@ -126,7 +125,7 @@ def run(
         d.mkdir(mode=0o700)
     envs = {k: {**base_env, "XDG_RUNTIME_DIR": str(d)} for k, d in run_dirs.items()}
     envs["daemon"]["LOCALMEM_QUERY_DAEMON_IDLE"] = "600"
-    daemon = _Daemon(db, run_dirs["daemon"])
+    daemon = Daemon(db, run_dirs["daemon"])
     names = [row for case in cases for row in (DAEMON_ROWS if case == "query-daemon" else (case,))]
     if store is None and not db.exists():
         sample = Path(localmem.__file__).parent / "data" / "sample_conversation.jsonl"
@@ -143,7 +142,7 @@ def run(
         for r in range(runs):
             for case in cases:
                 if case == "query-daemon":
-                    daemon_round(daemon, cmd, r, envs["daemon"], times, cpus, served, ready)
+                    one_round(daemon, cmd, QUESTIONS, r, envs["daemon"], _timed, times, cpus, served, ready)
                     continue
                 env = envs["server" if "-server" in case else "alone"]
                 argv, stdin, env = _case(case, cmd, db, r, workdir, env)
@@ -182,34 +181,6 @@ def run(
         "rows": rows,
         "daemon_ready_p50_ms": round(statistics.median(ready), 1) if ready else None,
     }
-
-
-def daemon_round(
-    daemon: _Daemon,
-    cmd: list[str],
-    r: int,
-    env: dict[str, str],
-    times: dict[str, list[float]],
-    cpus: dict[str, list[float]],
-    served: dict[str, int],
-    ready: list[float],
-) -> None:
-    """One round of the query-daemon case (module docstring): the first query, the wait for
-    the daemon it started, the next query, the daemon stopped."""
-    first, later = DAEMON_ROWS
-    daemon.stop()  # none left from an earlier round: the first query reads in-process
-    wall, cpu, _out = _timed([*cmd, "--db", str(daemon.db), "query", QUESTIONS[r % len(QUESTIONS)]], None, env)
-    times[first].append(wall)
-    cpus[first].append(cpu)
-    t0 = time.perf_counter()
-    pid = daemon.wait()
-    ready.append(1000 * (time.perf_counter() - t0))
-    wall, cpu, _out = _timed([*cmd, "--db", str(daemon.db), "query", QUESTIONS[(r + 1) % len(QUESTIONS)]], None, env)
-    times[later].append(wall)
-    cpus[later].append(cpu)
-    if daemon.pid() == pid:  # the same daemon answered before and after: it served the query
-        served[later] += 1
-    daemon.stop()
 
 
 def _case(
@@ -284,58 +255,6 @@ class _Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-class _Daemon:
-    """The daemon a first query starts for the store in the query-daemon case's runtime dir:
-    waited for, found and stopped through its socket (its pid: ``SO_PEERCRED``) and its lock
-    (held for the daemon's whole life: free once it is gone)."""
-
-    def __init__(self, db: Path, run_dir: Path) -> None:
-        self.db = db
-        path = wire.socket_path(db, run_dir / "localmem")
-        if path is None:
-            raise RuntimeError(f"no socket path for {db} (too long)")
-        self.path = path
-
-    def pid(self) -> int | None:
-        """The pid of the process serving the socket, or None."""
-        return unix.peer_pid(str(self.path)) if answers(self.path) else None
-
-    def wait(self, timeout: float = 300.0) -> int:
-        """The daemon's pid once it serves; RuntimeError when none does within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while (pid := self.pid()) is None:
-            if time.monotonic() > deadline:
-                log = self.path.with_suffix(".log")
-                said = log.read_text("utf-8", "replace") if log.exists() else "no log"
-                raise RuntimeError(f"the query's daemon did not serve within {timeout:g} s: {said}")
-            time.sleep(0.02)
-        return pid
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM to the daemon, if one serves, and its lock waited for (it has exited)."""
-        pid = self.pid()
-        if pid is not None and pid != os.getpid():
-            os.kill(pid, signal.SIGTERM)
-        lock = self.path.with_suffix(".lock")
-        if not lock.exists():
-            return
-        deadline = time.monotonic() + timeout
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return  # closed below: the lock is free for the next round's daemon
-                except OSError:
-                    if time.monotonic() > deadline:
-                        if pid is not None:
-                            os.kill(pid, signal.SIGKILL)
-                        raise RuntimeError(f"the query's daemon (pid {pid}) did not exit") from None
-                    time.sleep(0.02)
-        finally:
-            os.close(fd)
 
 
 def table(result: dict[str, Any]) -> str:
