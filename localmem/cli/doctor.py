@@ -11,7 +11,8 @@ open it, its sync folder and sync key files, its model file exists, and which mo
 answer; a broken entry says the command that fixes it, and one of an earlier version
 (``python -m mcp_server``: it works, without the CLI's fast entry) the command that
 refreshes it. A store that has synced shows its
-refused segments.
+refused segments. ``resident`` says which process serves the store's socket (a daemon a
+query or a hook started: its pid, to stop it with ``kill``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
+from localmem.resident import daemon
 from localmem.storage.engine import checkpoints
 from localmem.storage.engine.keys import (
     KEY_FILE_ENV,
@@ -187,6 +189,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
     checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
+    checks.append(_check("resident", functools.partial(daemon.describe, settings.db)))  # a daemon: its pid
     return checks
 
 

@@ -21,6 +21,9 @@ Invariants:
   nothing secret is put in its argv. An encrypted store whose key this process's sources
   do not open gets no daemon;
 - its stderr goes to ``<socket>.log`` (mode 600), rewritten at each start.
+
+:func:`describe` says who serves a store's socket (``localmem doctor``): a daemon, with its
+pid and how to stop it, another process, or none.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from localmem.config import Settings
-from localmem.resident import client, wire
+from localmem.resident import client, unix, wire
 from localmem.storage.engine import keys
 
 try:
@@ -95,3 +99,37 @@ def command(db: str, idle_s: float) -> list[str]:
         "--idle-exit",
         f"{idle_s:g}",
     ]
+
+
+def describe(db: Path) -> str:
+    """Who serves the socket of the store at ``db`` now, in one line (module docstring)."""
+    path = wire.socket_path(db)
+    if path is None or fcntl is None:
+        return "no resident socket for this store (no Unix socket here, or its path would be too long)"
+    if not client.answers(path):
+        return (
+            "no process serves this store; the next query, recall or hook that reads in-process starts a daemon "
+            "(query.daemon_idle, hooks.daemon_idle; 0: none)"
+        )
+    pid = unix.peer_pid(str(path))
+    if pid is None:
+        return f"a process serves this store on {path}"
+    argv = _argv(pid)
+    if "--idle-exit" in argv[:-1]:
+        idle = argv[argv.index("--idle-exit") + 1]
+        return f"a daemon (pid {pid}) serves this store; it exits after {idle} s without a request, `kill {pid}` now"
+    if argv:
+        return (
+            f"pid {pid} serves this store (`localmem serve` or an MCP server; it stops with its client or `kill {pid}`)"
+        )
+    return f"pid {pid} serves this store (a daemon, `localmem serve` or an MCP server); `kill {pid}` stops it"
+
+
+def _argv(pid: int) -> list[str]:
+    """A process's command line where the OS shows it (Linux: ``/proc``); else []."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0")]

@@ -143,6 +143,7 @@ def test_doctor_cli_checks_every_client_and_exits_1_on_a_broken_one(tmp_path: Pa
     assert checks["mcp cursor"]["ok"] and "not set up" in checks["mcp cursor"]["detail"]
     assert checks["model"]["ok"] and checks["model"]["warn"]
     assert "answer answers with the embedded test model" in checks["model"]["detail"]
+    assert checks["resident"]["ok"] and "no process serves this store" in checks["resident"]["detail"]
     text = _cli("--db", str(tmp_path / "m.db"), "doctor", check=False).stdout
     assert "[FAIL] mcp claude-desktop:" in text and "[warn] model:" in text
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from localmem.resident import wire
+from localmem.resident import daemon, wire
 from tests.helpers.fastentry import Q, ingest, run
 from tests.helpers.resident import Server, answers, daemons
 
@@ -61,6 +61,8 @@ def test_a_query_leaves_a_daemon_that_answers_the_next_byte_for_byte(stored: Pat
     assert first.code == 0 and first.full_cli  # read in-process: no daemon was there
     (pid,) = daemons(stored)  # started before the query exited (a fork and exec)
     wait_for(lambda: served(stored))
+    said = daemon.describe(stored)  # `localmem doctor`'s resident line
+    assert f"a daemon (pid {pid})" in said and "600 s" in said and f"kill {pid}" in said
     second = run(["query", Q, "--json"], db=stored, cwd=tmp_path, env=on())
     assert not second.full_cli  # the fast entry was answered over the socket
     assert (second.stdout, second.stderr, second.code) == (first.stdout, first.stderr, first.code)
@@ -132,6 +134,7 @@ def test_a_server_that_refused_the_caller_gets_no_daemon_beside_it(stored: Path,
         other = run(["query", Q, "--no-cable"], db=stored, cwd=tmp_path, env=on())  # other reading settings
         assert other.code == 0 and other.full_cli
         assert not daemons(stored) and server.proc.poll() is None
+        assert f"pid {server.proc.pid} serves this store (`localmem serve`" in daemon.describe(stored)
     finally:
         server.stop()
 
