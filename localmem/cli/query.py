@@ -43,7 +43,9 @@ def add_query(sub: Any) -> None:
         "query",
         help="reconstruct the past context that answers a question",
         description="Reconstruct context (no LLM call). A running `localmem serve` of the same store answers "
-        "it over a local socket (fast); otherwise it is read in this process.",
+        "it over a local socket (fast); otherwise it is read in this process, which then starts a small daemon "
+        "(`serve --transport socket`) for the next query: it exits after query.daemon_idle idle seconds "
+        "(--no-daemon, or 0: none).",
     )
     c.add_argument("text", nargs="?", help="the question")
     c.add_argument("--budget", type=int, help=BUDGET_HELP)
@@ -70,7 +72,8 @@ def add_recall(sub: Any) -> None:
         help="hook entry point: a JSON question on stdin, the context on stdout",
         description='Read one JSON object from stdin ({"query": ..., "budget"?, "as_of"?, "scope"?}; "prompt" is '
         "taken for query, as agents' prompt hooks send it) and print the context that answers it, or nothing. "
-        "Meant for agent hooks; uses a running `localmem serve` of the store when there is one.",
+        "Meant for agent hooks; uses a running `localmem serve` of the store when there is one, and otherwise "
+        "starts one for the next call, as query does (--no-daemon: none).",
     )
     c.add_argument("--budget", type=int, help="token budget when the payload gives none; " + BUDGET_HELP)
     c.add_argument("--json", action="store_true", help='print {"context": ..., "via": "resident" | "in-process"}')

@@ -37,8 +37,10 @@ CASES: list[tuple[list[str], bytes | None, bool]] = [
     (["query", Q, "--project", "."], None, True),
     (["query", Q, "--cable-tau", "0.3"], None, True),  # the default: the same settings
     (["query", "zzqx unrelated nothing"], None, True),
+    (["query", Q, "--no-daemon"], None, True),  # served as the others: the flag only matters in-process
     (["recall"], json.dumps({"prompt": Q}).encode(), True),
     (["recall", "--json"], json.dumps({"query": Q, "budget": 200}).encode(), True),
+    (["recall", "--no-daemon"], json.dumps({"prompt": Q}).encode(), True),
     (["recall"], json.dumps({"prompt": "   "}).encode(), True),  # nothing to recall: nothing printed
     (["query", Q, "--no-cable"], None, False),  # other reading settings: refused, in-process
     (["query", "--help"], None, False),
