@@ -41,9 +41,12 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("LOCALMEM_MODEL", raising=False)
 
 
-@pytest.fixture(autouse=True)
-def _no_query_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LOCALMEM_QUERY_DAEMON_IDLE", "0")
+@pytest.fixture(autouse=True, scope="session")
+def _no_query_daemon() -> Iterator[None]:
+    # the session's scope: set before any module-scoped fixture starts a process
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LOCALMEM_QUERY_DAEMON_IDLE", "0")
+        yield
 
 
 @pytest.fixture
