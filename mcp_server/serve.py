@@ -185,6 +185,8 @@ def _serve_socket(
                     f"cannot serve {settings.db}'s socket: another process serves it, or no private folder"
                 )
             log.warning("localmem resident socket for %s at %s", settings.db, sock.path)
+            if idle_exit is not None:  # a daemon a query or hook started: its next caller is on the way
+                sock.warm()
             try:
                 while not stop.wait(_idle_check(idle_exit)):
                     if idle_exit is not None and sock.idle_for() >= idle_exit:

@@ -44,7 +44,7 @@ import apsw
 
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import client, local, recall, unix, wire
+from localmem.resident import client, local, quick, recall, unix, wire
 from localmem.storage.layers.recalls import RecallWrite
 from localmem.storage.write.store import Store
 
@@ -350,6 +350,24 @@ class ResidentServer:
     def idle_for(self) -> float:
         """Seconds since the last request was answered (or since the server was made)."""
         return time.monotonic() - self.last_call
+
+    def warm(self) -> None:
+        """Do a first caller's one-time work now: the raw-line parser, this process's own
+        settings (a daemon inherited its starter's environment, so its next caller's are
+        the same) and a read of a query nobody asked (the vector mirrors, the read path's
+        modules and pages; its recall-log row is not written). Under the store's lock, so
+        a caller that arrives meanwhile waits for it; never an error."""
+        if self.cli is not None:
+            with contextlib.suppress(Exception):  # a plan of a made-up line may be refused: nothing is lost
+                here = quick.caller()
+                argv = ("--db", str(self.store.path), "query", "warm-up")
+                self.cli(wire.CliCall(argv, here["cwd"], here["env"], here["platform"]))
+        if self.lock.acquire(timeout=BUSY_S):  # not a call: ``served`` and the idle clock stay as they are
+            try:
+                with contextlib.suppress(Exception):
+                    local.read(self.store, wire.Query("warm-up", tool="warm-up"))
+            finally:
+                self.lock.release()
 
     def store_gone(self) -> bool:
         """Whether the store file this process holds open is no longer at its path: deleted,

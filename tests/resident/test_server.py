@@ -340,3 +340,24 @@ def test_raw_refusals(filled: Store, argv: list[str], change: dict[str, object],
 
 def test_a_server_without_a_planner_refuses_raw_lines(filled: Store) -> None:
     assert ResidentServer(filled).handle(raw(filled, ["query", "q"])) == {"ok": False, "why": "op"}
+
+
+def test_warm_does_a_first_callers_work_and_leaves_no_trace(filled: Store) -> None:
+    planner = Planner()
+    srv = ResidentServer(filled, cli=planner)
+    filled.forget_mirrors()
+    srv.warm()
+    assert planner._parser is not None  # the raw-line parser is built
+    assert filled._mirrors._view is not None  # the vector mirrors are loaded
+    assert srv.served == 0 and recalls.calls(filled.conn, 10, 0).total == 0  # no call, no recall-log row
+    reply = srv.handle(raw(filled, ["query", Q.text, "--json", "--budget", "200"]))
+    assert json.loads(str(reply["stdout"])) == context(filled, Q)  # and answers as before
+
+
+def test_warm_gives_up_on_a_busy_store(filled: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "BUSY_S", 0.05)
+    srv = ResidentServer(filled)
+    filled.forget_mirrors()
+    with srv.lock:  # a caller holds the store
+        srv.warm()
+    assert filled._mirrors._view is None and srv.served == 0
