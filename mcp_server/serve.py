@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from localmem.errors import ConfigError, LocalmemError
 from localmem.hooks.served import HookPlanner
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
+from localmem.resident.daemon import WARM_LINE
 from localmem.resident.server import ResidentServer, answers
 from localmem.resident.wire import CliCall, Plan, socket_path
 from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
@@ -186,7 +188,14 @@ def _serve_socket(
                 )
             log.warning("localmem resident socket for %s at %s", settings.db, sock.path)
             if idle_exit is not None:  # a daemon a query or hook started: its next caller is on the way
+                t0 = time.perf_counter()
                 sock.warm()
+                log.warning(
+                    "localmem resident socket for %s: %s %.0f ms",
+                    settings.db,
+                    WARM_LINE,
+                    1000 * (time.perf_counter() - t0),
+                )
             try:
                 while not stop.wait(_idle_check(idle_exit)):
                     if idle_exit is not None and sock.idle_for() >= idle_exit:

@@ -1,9 +1,10 @@
 """The ``query-daemon`` case of ``localmem bench startup`` (``localmem.bench.startup``): what
 a user gets by default (``query.daemon_idle``). Each round times the first query on a store
 no process serves (read in-process, then the daemon started: a fork and exec), waits
-untimed for that daemon to serve (its ready time, from the first query's exit), times the
-next query (answered by the daemon), then stops the daemon, so the next round's first query
-finds none.
+untimed for that daemon to serve (its ready time, from the first query's exit) and to have
+warmed up (its log's ``WARM_LINE``: a query that comes sooner waits for the warm-up), times
+the next query (answered by the daemon), then stops the daemon, so the next round's first
+query finds none.
 
 Invariant: no daemon outlives the bench: each is stopped through its socket (its pid, from
 ``SO_PEERCRED``) and waited for through its lock (held for the daemon's whole life, free
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from localmem.resident import unix, wire
 from localmem.resident.client import answers
+from localmem.resident.daemon import WARM_LINE
 
 DAEMON_ROWS = ("query-daemon-first", "query-daemon-later")  # the case's two rows
 Timed = Callable[[list[str], str | None, dict[str, str]], tuple[float, float, str]]  # wall ms, cpu ms, stdout
@@ -52,6 +54,15 @@ class Daemon:
                 raise RuntimeError(f"the query's daemon did not serve within {timeout:g} s: {said}")
             time.sleep(0.02)
         return pid
+
+    def wait_warm(self, timeout: float = 300.0) -> None:
+        """Until the serving daemon's log says it has warmed up (``daemon.WARM_LINE``)."""
+        log = self.path.with_suffix(".log")
+        deadline = time.monotonic() + timeout
+        while not (log.exists() and WARM_LINE in log.read_text("utf-8", "replace")):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the query's daemon did not warm up within {timeout:g} s")
+            time.sleep(0.02)
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM to the daemon, if one serves, and its lock waited for (it has exited)."""
@@ -89,6 +100,7 @@ def one_round(
     cpus: dict[str, list[float]],
     served: dict[str, int],
     ready: list[float],
+    warm: list[float],
 ) -> None:
     """One round of the query-daemon case (module docstring): the first query, the wait for
     the daemon it started, the next query, the daemon stopped."""
@@ -100,6 +112,8 @@ def one_round(
     t0 = time.perf_counter()
     pid = daemon.wait()
     ready.append(1000 * (time.perf_counter() - t0))
+    daemon.wait_warm()  # a person's next query comes seconds later, after the warm-up
+    warm.append(1000 * (time.perf_counter() - t0))
     wall, cpu, _out = timed([*cmd, "--db", str(daemon.db), "query", questions[(r + 1) % len(questions)]], None, env)
     times[later].append(wall)
     cpus[later].append(cpu)

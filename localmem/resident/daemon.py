@@ -37,6 +37,10 @@ from localmem.config import Settings
 from localmem.resident import client, unix, wire
 from localmem.storage.engine import keys
 
+WARM_LINE = (
+    "warm in"  # the daemon's log line once it has warmed up (``ResidentServer.warm``; bench startup waits for it)
+)
+
 try:
     import fcntl
 except ImportError:  # Windows: no flock and no Unix socket fast path

@@ -35,4 +35,5 @@ def test_the_daemon_case_times_the_first_query_and_the_served_later_one(
     assert rows["recall"]["served"] == 0  # in-process, and no daemon left for the next round
     assert rows["query-daemon-later"]["served"] == 2 and rows["query-daemon-first"]["served"] is None
     assert result["daemon_ready_p50_ms"] > 0 and "the daemon served" in startup.table(result)
+    assert result["daemon_warm_p50_ms"] >= result["daemon_ready_p50_ms"] and "was warm" in startup.table(result)
     assert not daemons(tmp_path / "w" / "startup.db")  # stopped at the end
