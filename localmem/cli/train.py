@@ -44,6 +44,13 @@ def add_train_parser(sub: Any) -> None:
     c.add_argument("--fold", type=int, help="cross-validation: hold out this fold of --folds (by question type)")
     c.add_argument("--folds", type=int, default=5, help="folds for --fold (default 5)")
     c.add_argument("--cache", type=Path, help="file to keep the mined negatives in between runs")
+    c.add_argument(
+        "--pooled-negatives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N hard negatives per question from the OTHER haystacks (a lifetime store's shape; default 0)",
+    )
     c.add_argument("--json", action="store_true", help="also print the run's record as one JSON line")
     c.set_defaults(func=_embedder)
 
@@ -96,7 +103,12 @@ def _embedder(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         threads=args.threads,
     )
-    result = run.run(args.data, args.out, args.exclude, recipe, args.base, args.fold, args.folds, args.cache, _log)
+    if args.pooled_negatives < 0:
+        raise InputError(f"--pooled-negatives must be 0 or more, got {args.pooled_negatives}")
+    result = run.run(
+        args.data, args.out, args.exclude, recipe, args.base, args.fold, args.folds, args.cache, _log,
+        args.pooled_negatives,
+    )  # fmt: skip
     print(f"wrote {args.out}: {result['config']['name']}, {result['steps']} steps, {result['seconds']}")
     if args.json:
         print(json.dumps(result))

@@ -20,6 +20,14 @@ def render(record: dict[str, Any]) -> str:
         else ""
     )
     mined = " (negatives read from a cache of an earlier run)" if record.get("negatives_from_cache") else ""
+    others = (record.get("negatives") or {}).get("other_haystacks", 0)
+    pooled = (
+        f", and for a question about what the user said the {others} user turns of the OTHER haystacks "
+        "it ranked highest (the shape of one lifetime store)"
+        if others
+        else ""
+    )
+    flag = f" --pooled-negatives {others}" if others else ""
     return f"""# {record["name"]}
 
 A sentence embedder for conversational memory: all-MiniLM-L6-v2 fine-tuned so that a
@@ -37,7 +45,7 @@ localmem ships by default, so it embeds at the same speed.
   seen, not even as filler.{fold}
 - **Pairs:** {c["question_pairs"]} question → evidence-turn pairs, each with hard negatives
   (the 30 turns of the same haystack the base model ranked highest, answer sessions left
-  out); self-supervised pairs cut from the chat text: {c["asked_pairs"]:,} assistant
+  out{pooled}); self-supervised pairs cut from the chat text: {c["asked_pairs"]:,} assistant
   wh-questions about the user, turned into the user's words, → the user's reply
   ({r["asked"]} drawn per epoch); {c["sentence_pairs"]:,} first-person user statements → their
   turn without them ({r["sentences"]} drawn per epoch).
@@ -54,7 +62,7 @@ localmem ships by default, so it embeds at the same speed.
   exporting the base checkpoint this way reproduces the shipped file byte for byte.
 
 Reproduce: `localmem train embedder --data {record["data"]["path"]} --exclude
-{" --exclude ".join(record["data"]["excluded"]) or "-"} --out DIR` (the `train` extra).
+{" --exclude ".join(record["data"]["excluded"]) or "-"}{flag} --out DIR` (the `train` extra).
 Figures (held out, against MiniLM): docs/benchmarks.md, "An embedder trained for memory".
 
 Scorer weights: the read path's scorer weighs this model's cosines; the weights fitted for

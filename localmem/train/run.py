@@ -37,7 +37,12 @@ def digest(path: Path) -> str:
 
 
 def _mined(
-    corp: corpus.Corpus, qpairs: list[pairs.Pair], cache: Path | None, key: str, log: Callable[[str], None]
+    corp: corpus.Corpus,
+    qpairs: list[pairs.Pair],
+    cache: Path | None,
+    key: str,
+    log: Callable[[str], None],
+    pooled: int = 0,
 ) -> tuple[list[pairs.Pair], bool]:
     """The question pairs with their mined negatives, and whether they came from ``cache``."""
     wanted = [f"{p.query}\x00{p.positive}" for p in qpairs]
@@ -51,7 +56,7 @@ def _mined(
                 replace(p, negatives=tuple(k for k in saved["negatives"][w] if k in corp.turns))
                 for p, w in zip(qpairs, wanted, strict=True)
             ], True
-    out = mining.mine(corp, qpairs, OnnxMiniLM(), log=log)
+    out = mining.mine(corp, qpairs, OnnxMiniLM(), log=log, pooled=pooled)
     if cache is not None:
         negs = {w: list(p.negatives) for p, w in zip(out, wanted, strict=True)}
         cache.write_text(json.dumps({"key": key, "negatives": negs}), "utf-8")
@@ -68,7 +73,10 @@ def run(
     folds: int = 5,
     cache: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    pooled: int = 0,
 ) -> dict[str, Any]:
+    """Train and export (module docstring); ``pooled``: hard negatives per question pair
+    from the other haystacks, besides the 30 from its own (``mining.mine``)."""
     t0 = time.perf_counter()
     held = corpus.fold_ids(corpus.read_items(data), folds, fold) if fold is not None else frozenset()
     corp = corpus.load(data, exclude, held)
@@ -80,7 +88,8 @@ def run(
     )
     data_digest = digest(data)
     excl = sorted(digest(p) for p in exclude)
-    mined, cached = _mined(corp, qpairs, cache, f"{data_digest}:{','.join(excl)}", log)
+    key = f"{data_digest}:{','.join(excl)}" + (f":pooled={pooled}" if pooled else "")
+    mined, cached = _mined(corp, qpairs, cache, key, log, pooled)
     t_mined = time.perf_counter()
     folder = base or base_folder()
     model = load_base(folder)
@@ -97,6 +106,7 @@ def run(
         "data": {"path": str(data), "sha256": data_digest, "excluded": [str(p) for p in exclude]},
         "base": {"folder": str(folder), "sha256": digest(folder / "model.safetensors")},
         "recipe": asdict(recipe),
+        "negatives": {"own_haystack": 30, "other_haystacks": pooled},
         "held_out": {"fold": fold, "folds": folds, "questions": sorted(held)} if fold is not None else None,
         "counts": {
             "questions": len(corp.questions),

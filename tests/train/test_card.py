@@ -53,3 +53,11 @@ def test_the_card_states_the_run() -> None:
 def test_the_card_says_when_negatives_came_from_a_cache_and_which_fold_was_held_out() -> None:
     text = card.render(record(cached=True, fold={"fold": 0, "folds": 5, "questions": ["a", "b"]}))
     assert "read from a cache" in text and "fold 0 of 5 held out (2 questions" in text
+
+
+def test_the_card_names_negatives_from_other_haystacks_and_the_flag_that_reproduces_them() -> None:
+    plain = card.render(record(cached=False) | {"negatives": {"own_haystack": 30, "other_haystacks": 0}})
+    assert "OTHER haystacks" not in plain and "--pooled-negatives" not in plain
+    text = card.render(record(cached=False) | {"negatives": {"own_haystack": 30, "other_haystacks": 30}})
+    assert "the 30 user turns of the OTHER haystacks" in text
+    assert "dev60.json --pooled-negatives 30 --out DIR" in text
