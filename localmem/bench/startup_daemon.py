@@ -13,7 +13,6 @@ once it is gone); one that does not exit in time is killed.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from localmem.resident import unix, wire
 from localmem.resident.client import answers
-from localmem.resident.daemon import WARM_LINE
+from localmem.resident.daemon import WARM_LINE, lock_freed
 
 DAEMON_ROWS = ("query-daemon-first", "query-daemon-later")  # the case's two rows
 Timed = Callable[[list[str], str | None, dict[str, str]], tuple[float, float, str]]  # wall ms, cpu ms, stdout
@@ -69,24 +68,10 @@ class Daemon:
         pid = self.pid()
         if pid is not None and pid != os.getpid():
             os.kill(pid, signal.SIGTERM)
-        lock = self.path.with_suffix(".lock")
-        if not lock.exists():
-            return
-        deadline = time.monotonic() + timeout
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return  # closed below: the lock is free for the next round's daemon
-                except OSError:
-                    if time.monotonic() > deadline:
-                        if pid is not None:
-                            os.kill(pid, signal.SIGKILL)
-                        raise RuntimeError(f"the query's daemon (pid {pid}) did not exit") from None
-                    time.sleep(0.02)
-        finally:
-            os.close(fd)
+        if not lock_freed(self.path.with_suffix(".lock"), timeout):
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+            raise RuntimeError(f"the query's daemon (pid {pid}) did not exit")
 
 
 def one_round(

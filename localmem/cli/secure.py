@@ -15,6 +15,7 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError
+from localmem.resident import daemon
 from localmem.storage.copies import convert
 from localmem.storage.engine.keys import NEEDS_KEY, is_encrypted, read_key_file, resolve_key
 
@@ -28,7 +29,7 @@ def add_encrypt(sub: Subparsers) -> None:
         description="Rewrite the store encrypted with the key from $LOCALMEM_KEY / --key-file / the OS keyring "
         "(ChaCha20-Poly1305). A new file is written, checked (integrity_check, counts) and renamed over the store; "
         "a kill leaves the old store intact and the command can simply be run again. Stop serve, watch, worker "
-        "and ui first. With --new-key-file an encrypted store is re-encrypted with that file's key.",
+        "and ui first (a resident daemon a query or hook left is stopped for you). With --new-key-file an encrypted store is re-encrypted with that file's key.",
     )
     c.add_argument("--new-key-file", type=Path, metavar="FILE", help="re-encrypt an encrypted store with this key")
     c.add_argument("--json", action="store_true", help="print JSON")
@@ -47,6 +48,7 @@ def add_decrypt(sub: Subparsers) -> None:
 
 def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(settings.db)
+    _stop_daemon(path)
     if args.new_key_file is not None:
         old = resolve_key(path)
         if old is None or not is_encrypted(path):
@@ -64,10 +66,19 @@ def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(settings.db)
     if not is_encrypted(path):
         raise ConfigError(f"{path} is not encrypted")
+    _stop_daemon(path)
     key = resolve_key(path)
     if key is None:
         raise ConfigError(f"{path}: {NEEDS_KEY}")
     return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted", settings)
+
+
+def _stop_daemon(path: Path) -> None:
+    """The store's idle daemon (one a query or hook left) stopped first: rewriting the store
+    needs it alone (``resident.daemon.stop_for``; the next query starts a new one)."""
+    pid = daemon.stop_for(path)
+    if pid is not None:
+        print(f"localmem: stopped the store's resident daemon (pid {pid}) first", file=sys.stderr)
 
 
 def _say(args: argparse.Namespace, report: convert.ConvertReport, what: str, settings: Settings) -> int:

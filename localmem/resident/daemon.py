@@ -23,14 +23,19 @@ Invariants:
 - its stderr goes to ``<socket>.log`` (mode 600), rewritten at each start.
 
 :func:`describe` says who serves a store's socket (``localmem doctor``): a daemon, with its
-pid and how to stop it, another process, or none.
+pid and how to stop it, another process, or none. :func:`stop_for` stops a store's daemon
+for a command that needs the store alone (``encrypt``, ``decrypt``, ``restore --force``):
+one a query or hook left must not make those fail, while a ``localmem serve`` or MCP server
+a person or a client started is never stopped by it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from localmem.config import Settings
@@ -137,3 +142,41 @@ def _argv(pid: int) -> list[str]:
     except OSError:
         return []
     return [part.decode("utf-8", "replace") for part in raw.split(b"\0")]
+
+
+def stop_for(db: Path, timeout: float = 15.0) -> int | None:
+    """Stop the idle-timed daemon (``serve ... --idle-exit``) that serves the store at
+    ``db``, and wait until it has exited (its lock is free); its pid, or None when no such
+    daemon serves it (none, or another server, or an OS that does not show a process's
+    command line: the caller's own check then names the process). Never an exception."""
+    path = wire.socket_path(db)
+    if path is None or fcntl is None or not client.answers(path):
+        return None
+    pid = unix.peer_pid(str(path))
+    if pid is None or pid == os.getpid() or "--idle-exit" not in _argv(pid)[:-1]:
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        return None
+    return pid if lock_freed(path.with_suffix(".lock"), timeout) else None
+
+
+def lock_freed(lock: Path, timeout: float) -> bool:
+    """Whether the daemon's lock (held for its whole life) is free within ``timeout``."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return True  # no lock file: nothing holds it
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True  # released when fd closes: the next daemon may take it
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.02)
+    finally:
+        os.close(fd)

@@ -164,3 +164,34 @@ def test_the_daemon_exits_when_its_store_is_gone(stored: Path, tmp_path: Path, h
     log = wire.socket_path(stored)
     assert log is not None
     assert "deleted or replaced" in log.with_suffix(".log").read_text("utf-8")
+
+
+def test_encrypt_and_decrypt_stop_the_daemon_a_query_left_but_never_a_server(stored: Path, tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text("correct horse battery staple\n", "utf-8")
+    key_file.chmod(0o600)
+    keyed = on() | {"LOCALMEM_KEY_FILE": str(key_file)}
+
+    def cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "localmem", "--db", str(stored), *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+
+    assert run(["query", Q], db=stored, cwd=tmp_path, env=on()).code == 0
+    (pid,) = daemons(stored)
+    wait_for(lambda: served(stored))
+    done = cli("encrypt", env=keyed)  # the daemon holds the store open: encrypt needs it alone
+    assert done.returncode == 0, done.stderr
+    assert f"stopped the store's resident daemon (pid {pid})" in done.stderr and daemons(stored) == []
+    assert cli("query", Q, env=keyed).returncode == 0  # an encrypted store whose key opens gets its daemon
+    (again,) = daemons(stored)
+    wait_for(lambda: served(stored))
+    done = cli("decrypt", env=keyed)
+    assert done.returncode == 0 and f"(pid {again})" in done.stderr and daemons(stored) == []
+    # a server someone started is theirs: encrypt names it instead of stopping it
+    server = Server(stored, env=on())
+    try:
+        refused = cli("encrypt", env=keyed)
+        assert refused.returncode != 0 and "is open in another process" in refused.stderr
+        assert "localmem doctor" in refused.stderr and server.proc.poll() is None
+    finally:
+        server.stop()

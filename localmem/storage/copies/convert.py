@@ -133,7 +133,8 @@ def _lock_alone(conn: apsw.Connection, path: Path) -> None:
         mode = f"busy ({exc})"
     if mode != "delete":
         raise LocalmemError(
-            f"{path} is open in another process; stop localmem serve, watch, worker and ui, then run this again"
+            f"{path} is open in another process; stop localmem serve, watch, worker and ui (`localmem doctor` "
+            "names a resident one), then run this again"
         )
 
 
