@@ -164,6 +164,7 @@ _CAMEL = Lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-+/=.")
 _KEYISH = Lazy(r"[A-Za-z0-9_+/=-]{11,}")
+_KEY_RUN = Lazy(r"[A-Za-z0-9_+/=-]*")
 _NAMED = Lazy(r"(?i)pass|pwd|secret|token|key|credential|auth|bearer")
 _PRIVATE = Lazy(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 
@@ -307,18 +308,21 @@ def _assignments(text: str) -> Iterator[tuple[int, int, str]]:
             # (`token = args.token`) a bare value is an expression unless it has a digit or symbol.
             loose = m.group(1).upper() == m.group(1) or bool(m.group(2))
             code = not loose and _looks_like_code(m.group(3))
-            if _secret_name(m.group(1)) and not code and _value_ok(m.group(3), loose=loose):
-                yield m.start(3), m.end(3), _kind(m.group(1))
+            size = _secret_size(m.group(3), loose=loose)
+            if _secret_name(m.group(1)) and not code and size:
+                yield m.start(3), m.start(3) + size, _kind(m.group(1))
     if ":" in text:
         for m in _overlapping(_COLON_LINE, text):
             if text[max(0, m.start() - 1) : m.start() + 8] == "[secret: ":
                 continue  # a placeholder
-            if _secret_name(m.group(1)) and _value_ok(m.group(2), loose=False):
-                yield m.start(2), m.end(2), _kind(m.group(1))
+            size = _secret_size(m.group(2), loose=False)
+            if _secret_name(m.group(1)) and size:
+                yield m.start(2), m.start(2) + size, _kind(m.group(1))
     if '"' in text or "'" in text or "`" in text:
         for m in _overlapping(_QUOTED, text):
-            if _secret_name(m.group(2)) and _value_ok(m.group(4), loose=True):
-                yield m.start(4), m.end(4), _kind(m.group(2))
+            size = _secret_size(m.group(4), loose=True)
+            if _secret_name(m.group(2)) and size:
+                yield m.start(4), m.start(4) + size, _kind(m.group(2))
 
 
 def _looks_like_code(value: str) -> bool:
@@ -326,7 +330,8 @@ def _looks_like_code(value: str) -> bool:
     and inner capitals (a 40-character random run is a key, whatever it looks like)."""
     if _IDENTIFIER.fullmatch(value) is None:
         return False
-    return "." in value or len(value) < 16 or not (re.search(r"\d", value) and re.search(r"[a-z][A-Z]", value))
+    first = value.split(".", 1)[0]  # a random run before a dot is a key glued to a name
+    return len(first) < 16 or not (re.search(r"\d", first) and re.search(r"[a-z][A-Z]", first))
 
 
 def _parts(name: str) -> list[str]:
@@ -349,6 +354,23 @@ def _kind(name: str) -> str:
     if any(pair in _SECRET_PAIRS for pair in pairwise(parts)) or "apikey" in parts:
         return "api-key"
     return "secret"
+
+
+def _secret_size(value: str, *, loose: bool) -> int:
+    """How many leading characters of an assigned ``value`` are a secret: all of it when it
+    can be one (``_value_ok``); else its leading run of key characters when that is a key
+    glued to what follows (``KEY=<token>(…``, ``<token>${…``, ``<token>…;``: a call, a
+    template or an ellipsis otherwise): 16+ characters, six digits or two and both cases,
+    which a function's name is not; else 0."""
+    if _value_ok(value, loose=loose):
+        return len(value)
+    run = _KEY_RUN.match(value)
+    head = run.group() if run else ""
+    digits = len(re.findall(r"\d", head))
+    mixed = head not in (head.lower(), head.upper())
+    if len(head) >= 16 and (digits >= 6 or (digits >= 2 and mixed)) and _value_ok(head, loose=loose):
+        return len(head)
+    return 0
 
 
 def _value_ok(value: str, *, loose: bool) -> bool:

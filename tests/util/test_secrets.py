@@ -42,6 +42,13 @@ def test_every_kind_is_replaced(kind: str) -> None:
         ("DB_PASSWORD=hunter22\nDB_HOST=localhost", "DB_PASSWORD=[secret: password]\nDB_HOST=localhost"),
         ('password = "hunter22"', 'password = "[secret: password]"'),
         ("mysql --password=Sup3rSecret db", "mysql --password=[secret: password] db"),
+        # a key glued to the next text by a "(" (drawn by the fuzz below in CI): a "(" had made it a call
+        (
+            "SENDINBLUE_API_KEY=OqMtqoIbmuQ0LTZkoE4myIa4VCB9XM9h(export AWS_ACCESS_KEY_ID=AKIAF6CX27G3SY12JDF0",
+            "SENDINBLUE_API_KEY=[secret: api-key](export AWS_ACCESS_KEY_ID=[secret: aws-access-key]",
+        ),
+        ("TOKEN=3f9a81c0d2e4b5a69788(x", "TOKEN=[secret: token](x"),
+        ("password: Xy7qLmN0pRsT4uVw(zz", "password: [secret: password](zz"),
     ],
 )
 def test_only_the_secret_is_replaced(text: str, expected: str) -> None:
@@ -67,6 +74,7 @@ def test_kinds_named() -> None:
         'API_KEY = "<your-api-key>"\nPASSWORD=changeme\nSECRET_KEY=xxxxxxxx',
         "An Authorization: Bearer header carries the token; bearer of bad news.",
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "API_KEY=get_api_key()\napi_key = load_Key2FromVaultNow(x)\nsecret_key = sha256_of_v2(x)",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
