@@ -4,6 +4,8 @@ ordinary prose and code left exactly as they were."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -104,3 +106,16 @@ def test_secrets_among_other_text(planted: list, filler: str) -> None:  # type: 
     out = redact(text)
     for p in planted:
         assert not [n for n in needles(p) if n in out]
+
+
+@pytest.mark.parametrize("filler", ["", "(", "${", "X…;", "$", "[$", "\t"])
+def test_every_pair_of_secrets_glued_by_a_filler(filler: str) -> None:
+    # Deterministic and exhaustive for the joins the fuzz above drew once each: every
+    # ordered pair of planted secrets, glued by characters that made a key look like a
+    # call ("("), a template ("${"), an ellipsis or code (a dotted name right after it).
+    planted = corpus(1)
+    leaks = []
+    for a, b in itertools.product(planted, repeat=2):
+        out = redact(a.text + filler + b.text)
+        leaks += [(p.kind, filler) for p in (a, b) if [n for n in needles(p) if n in out]]
+    assert not leaks
