@@ -124,8 +124,8 @@ def describe(db: Path) -> str:
     if pid is None:
         return f"a process serves this store on {path}"
     argv = _argv(pid)
-    if "--idle-exit" in argv[:-1]:
-        idle = argv[argv.index("--idle-exit") + 1]
+    idle = _idle_exit(argv)
+    if idle is not None:
         return f"a daemon (pid {pid}) serves this store; it exits after {idle} s without a request, `kill {pid}` now"
     if argv:
         return (
@@ -144,6 +144,12 @@ def _argv(pid: int) -> list[str]:
     return [part.decode("utf-8", "replace") for part in raw.split(b"\0")]
 
 
+def _idle_exit(argv: list[str]) -> str | None:
+    """The idle time of a daemon's command line (``serve ... --idle-exit N``: one a query or
+    a hook started); None for any other process (``localmem serve``, an MCP server)."""
+    return argv[argv.index("--idle-exit") + 1] if "--idle-exit" in argv[:-1] else None
+
+
 def stop_for(db: Path, timeout: float = 15.0) -> int | None:
     """Stop the idle-timed daemon (``serve ... --idle-exit``) that serves the store at
     ``db``, and wait until it has exited (its lock is free); its pid, or None when no such
@@ -153,7 +159,7 @@ def stop_for(db: Path, timeout: float = 15.0) -> int | None:
     if path is None or fcntl is None or not client.answers(path):
         return None
     pid = unix.peer_pid(str(path))
-    if pid is None or pid == os.getpid() or "--idle-exit" not in _argv(pid)[:-1]:
+    if pid is None or pid == os.getpid() or _idle_exit(_argv(pid)) is None:
         return None
     try:
         os.kill(pid, signal.SIGTERM)
