@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from localmem.cli.common import Subparsers, interrupts, print_json
+from localmem.cli.secure import stop_daemon
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.resident import daemon
 from localmem.storage.copies import replica, restore
 from localmem.storage.engine import checkpoints, keys
 
@@ -111,9 +111,7 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     if args.force and Path(args.path).exists():
-        stopped = daemon.stop_for(Path(args.path))  # one a query or hook left: the store is replaced
-        if stopped is not None:
-            print(f"localmem: stopped the store's resident daemon (pid {stopped}) first", file=sys.stderr)
+        stop_daemon(Path(args.path))  # one a query or hook left: the store is replaced
     out = restore.restore(
         args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
     )

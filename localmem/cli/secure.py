@@ -48,7 +48,7 @@ def add_decrypt(sub: Subparsers) -> None:
 
 def cmd_encrypt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(settings.db)
-    _stop_daemon(path)
+    stop_daemon(path)
     if args.new_key_file is not None:
         old = resolve_key(path)
         if old is None or not is_encrypted(path):
@@ -66,16 +66,17 @@ def cmd_decrypt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(settings.db)
     if not is_encrypted(path):
         raise ConfigError(f"{path} is not encrypted")
-    _stop_daemon(path)
+    stop_daemon(path)
     key = resolve_key(path)
     if key is None:
         raise ConfigError(f"{path}: {NEEDS_KEY}")
     return _say(args, convert.convert(path, old_key=key, new_key=None), "decrypted", settings)
 
 
-def _stop_daemon(path: Path) -> None:
-    """The store's idle daemon (one a query or hook left) stopped first: rewriting the store
-    needs it alone (``resident.daemon.stop_for``; the next query starts a new one)."""
+def stop_daemon(path: Path) -> None:
+    """The store's idle daemon (one a query or hook left) stopped first, and said: rewriting
+    or replacing the store needs it alone (``resident.daemon.stop_for``; the next query
+    starts a new one). ``encrypt``, ``decrypt`` and ``restore --force`` call it."""
     pid = daemon.stop_for(path)
     if pid is not None:
         print(f"localmem: stopped the store's resident daemon (pid {pid}) first", file=sys.stderr)
