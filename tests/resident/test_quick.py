@@ -218,15 +218,15 @@ def test_what_the_fast_entry_spells_agrees_with_its_sources() -> None:
     assert quick.COMMANDS == localmem_main.FAST
 
 
-@pytest.mark.parametrize(
-    "env",
-    [
-        {},
-        {"XDG_DATA_HOME": "/srv/data", "XDG_CONFIG_HOME": "/srv/conf/"},
-        {"XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": ""},
-        {"HOME": "/home/someone/"},
-    ],
-)
+# the environments both folder rules are checked in (a HOME of each system's own shape added)
+FOLDER_ENVS: list[dict[str, str]] = [
+    {},
+    {"XDG_DATA_HOME": "/srv/data", "XDG_CONFIG_HOME": "/srv/conf/"},
+    {"XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": ""},
+]
+
+
+@pytest.mark.parametrize("env", [*FOLDER_ENVS, {"HOME": "/home/someone/"}])
 def test_the_user_folders_are_platformdirs_own(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     import platformdirs
 
@@ -239,15 +239,7 @@ def test_the_user_folders_are_platformdirs_own(env: dict[str, str], monkeypatch:
     assert quick.store_path(None) == str(config_default_db())
 
 
-@pytest.mark.parametrize(
-    "env",
-    [
-        {},
-        {"XDG_DATA_HOME": "/srv/data", "XDG_CONFIG_HOME": "/srv/conf/"},
-        {"XDG_DATA_HOME": "relative/data", "XDG_CONFIG_HOME": ""},
-        {"HOME": "/Users/someone/"},
-    ],
-)
+@pytest.mark.parametrize("env", [*FOLDER_ENVS, {"HOME": "/Users/someone/"}])
 def test_the_user_folders_on_macos_are_platformdirs_own(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The rule for macOS against platformdirs' own macOS class (it computes its folders
     from the environment and ``~``, so it runs here too)."""
