@@ -225,3 +225,17 @@ def test_a_write_after_another_process_committed_ends_a_stale_read(tmp_path: Pat
     with pytest.raises(apsw.CursorClosedError):  # the stale cursor is ended, never read on
         held.fetchone()
     conn.close()
+
+
+def test_a_uri_opens_without_making_a_folder_named_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.db"
+    first = db.connect(path)
+    first.execute("CREATE TABLE t(x)")
+    first.close()
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    conn = db.connect(f"file:{path}?mode=ro")
+    assert conn.one("SELECT count(*) FROM sqlite_master")[0] == 1
+    conn.close()
+    assert list(cwd.iterdir()) == []  # was: a folder "file:" holding the path's parents

@@ -162,7 +162,9 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     file whose folder cannot be written opens read-only (``faults.readonly_uri``), so it
     still serves reads; SQLite's failures to open are named errors (``faults``)."""
     target = str(path)
-    if target != ":memory:":
+    # A URI ("file:/x.db?mode=ro") names an existing file: taking it as a path made a folder
+    # called "file:" in the working directory.
+    if target != ":memory:" and not target.startswith("file:"):
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         partials.clear_stale(target)  # a killed encrypt/decrypt's copy: never left for long
     with faults.faults(target):
