@@ -3,7 +3,8 @@ with real processes, the real embedder and real daemons: a query read in-process
 once its answer is out, and the next query is answered through it byte for byte; two first
 queries at once start one; ``--no-daemon``, 0, ``--help``, ``--batch``, an error, a new
 store and a server that refused the caller start none; the daemon exits when idle, and
-when its store file is deleted or replaced.
+when its store file is deleted or replaced; encrypt, decrypt and restore --force stop it
+first, never a server someone started.
 
 Whether the fast entry answered (through the daemon) is read from ``-X importtime``
 (``tests.helpers.fastentry``). Every daemon a test started is killed when it ends."""
@@ -23,6 +24,8 @@ import pytest
 
 from localmem.resident import daemon, wire
 from tests.helpers.fastentry import Q, ingest, run
+from tests.helpers.replica import env as replica_env
+from tests.helpers.replica import needs_litestream
 from tests.helpers.resident import Server, answers, daemons
 
 
@@ -195,3 +198,22 @@ def test_encrypt_and_decrypt_stop_the_daemon_a_query_left_but_never_a_server(sto
         assert "localmem doctor" in refused.stderr and server.proc.poll() is None
     finally:
         server.stop()
+
+
+@needs_litestream
+def test_restore_force_over_the_store_stops_its_daemon_first(stored: Path, tmp_path: Path) -> None:
+    rep = f"file://{tmp_path / 'rep'}"
+
+    def cli(*argv: str, db: Path = stored) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "localmem", "--db", str(db), *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, env=replica_env(), timeout=300)
+
+    once = cli("replicate", "--to", rep, "--once")
+    assert once.returncode == 0, once.stderr
+    assert run(["query", Q], db=stored, cwd=tmp_path, env=on()).code == 0
+    (pid,) = daemons(stored)
+    wait_for(lambda: served(stored))
+    done = cli("restore", "--from", rep, "--force", str(stored), db=tmp_path / "other.db")
+    assert done.returncode == 0, done.stderr  # the daemon held the file: replacing it needs it alone
+    assert f"stopped the store's resident daemon (pid {pid})" in done.stderr and daemons(stored) == []
+    assert run(["query", Q, "--no-daemon"], db=stored, cwd=tmp_path).code == 0  # the restored store reads
