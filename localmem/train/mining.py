@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from localmem.models.embedding import Embedder
-from localmem.train.corpus import Corpus
+from localmem.train.corpus import Corpus, Question
 from localmem.train.pairs import Pair
 
 # Negatives from other haystacks are the user's turns only: in a store of many conversations
@@ -71,7 +71,7 @@ def mine(
     row = {k: i for i, k in enumerate(keys)}
     queries = list(dict.fromkeys(p.query for p, _ in jobs))
     qvecs = dict(zip(queries, embedder.embed(queries), strict=True))
-    others = _other_haystacks(corpus, [p for p, _c in jobs], qvecs, vecs, row, pooled) if pooled > 0 else {}
+    others = _other_haystacks(corpus, by_text, [p for p, _c in jobs], qvecs, vecs, row, pooled) if pooled > 0 else {}
     mined: dict[int, Pair] = {}
     for p, cands in jobs:
         negs: tuple[str, ...] = ()
@@ -86,6 +86,7 @@ def mine(
 
 def _other_haystacks(
     corpus: Corpus,
+    by_text: dict[str, Question],
     qpairs: Sequence[Pair],
     qvecs: dict[str, np.ndarray],
     vecs: np.ndarray,
@@ -94,7 +95,6 @@ def _other_haystacks(
 ) -> dict[int, tuple[str, ...]]:
     """Per pair whose evidence is the user's, the ``pooled`` user turns outside its
     question's haystack that rank highest (one matrix product per block of questions)."""
-    by_text = {q.text: q for q in corpus.questions}
     keys = [k for k, t in corpus.turns.items() if t.role == POOLED_ROLE]
     mat = vecs[[row[k] for k in keys]]
     mine = [p for p in qpairs if corpus.turns[p.positive].role == POOLED_ROLE]

@@ -66,14 +66,11 @@ def test_pooled_adds_the_other_haystacks_best_user_turns(tmp_path: Path) -> None
         "I run errands on Saturday mornings, mostly groceries.",
         "My sister runs along the canal every morning too, ten kilometres.",
     ]
-    many = _negatives(
-        corp, mining.mine(corp, pairs.question_pairs(corp), HashEmbedder(), pooled=10), ITEMS[0]["question"]
-    )
+    ten = mining.mine(corp, pairs.question_pairs(corp), HashEmbedder(), pooled=10)
+    many = _negatives(corp, ten, ITEMS[0]["question"])
     assert RUN not in many and "Impressive." not in many and "Nice routine." not in many
     assert len(many) == len(set(many))
     # q2's pooled negatives come from q1's haystack only: its own turns are never "other"
-    q2 = _negatives(
-        corp, mining.mine(corp, pairs.question_pairs(corp), HashEmbedder(), pooled=10), ITEMS[1]["question"]
-    )
+    q2 = _negatives(corp, ten, ITEMS[1]["question"])
     assert "I moved to Lisbon in May with my partner." not in q2
     assert set(q2) >= {"I run errands on Saturday mornings, mostly groceries."}
