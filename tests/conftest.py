@@ -3,21 +3,30 @@ tests about other things), real stores in temp dirs, an autouse fixture that kee
 every test away from the user's real data, config, cache and runtime directories, and
 one that keeps ``localmem query`` / ``recall`` from leaving resident daemons behind (a test
 about them sets ``LOCALMEM_QUERY_DAEMON_IDLE`` itself: tests/cli/test_query_daemon.py).
-A subprocess inherits both only through an environment built from ``os.environ``."""
+A subprocess inherits both only through an environment built from ``os.environ``.
+
+Every process of the run, this one and each it starts, has the open guard
+(``storage.engine.openguard``): a Python open of a file one of its SQLite connections holds
+is refused and logged, and the test that caused it fails (``_no_store_file_opened``)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from localmem.config import Settings
-from localmem.records import SessionIn
-from localmem.storage.engine import keys
-from localmem.storage.write.store import Store
-from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session
+# before localmem's storage is imported below: the guard is installed on that import
+OPEN_GUARD_LOG = Path(tempfile.mkdtemp(prefix="localmem-openguard-")) / "opened.log"
+os.environ["LOCALMEM_OPEN_GUARD"] = str(OPEN_GUARD_LOG)
+
+from localmem.config import Settings  # noqa: E402  (after the guard variable is set)
+from localmem.records import SessionIn  # noqa: E402
+from localmem.storage.engine import keys  # noqa: E402
+from localmem.storage.write.store import Store  # noqa: E402
+from tests.helpers.fakes import HashEmbedder, ScriptedGenerator, session  # noqa: E402
 
 
 @pytest.fixture
@@ -39,6 +48,18 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("LOCALMEM_CONFIG", raising=False)
     monkeypatch.delenv("LOCALMEM_EMBEDDER", raising=False)
     monkeypatch.delenv("LOCALMEM_MODEL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_store_file_opened() -> Iterator[None]:
+    # a daemon a test left may log after its test: the line is still this run's defect
+    before = OPEN_GUARD_LOG.stat().st_size if OPEN_GUARD_LOG.exists() else 0
+    yield
+    if OPEN_GUARD_LOG.exists() and OPEN_GUARD_LOG.stat().st_size > before:
+        with OPEN_GUARD_LOG.open("rb") as fh:
+            fh.seek(before)
+            found = fh.read().decode("utf-8", "replace")
+        pytest.fail(f"a process opened a file its own SQLite connection holds (drops SQLite's locks):\n{found}")
 
 
 @pytest.fixture(autouse=True, scope="session")

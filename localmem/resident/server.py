@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -45,6 +44,7 @@ import apsw
 from localmem import __version__
 from localmem.errors import LocalmemError
 from localmem.resident import client, local, quick, recall, unix, wire
+from localmem.storage.engine import keys
 from localmem.storage.layers.recalls import RecallWrite
 from localmem.storage.write.store import Store
 
@@ -79,12 +79,15 @@ class ResidentServer:
         self._stop = threading.Event()
         self._guard = threading.Lock()  # start (also from the standby thread) against stop
         self._standby: threading.Thread | None = None
+        self._lost: str | None = None  # why the socket could not be bound again (logged once)
         self._fingerprint = wire.fingerprint(store.settings)
         # the file this process holds open: a file renamed over the path later (encrypt,
         # restore, a copy) is another store, which the caller reads in-process
         self._identity = wire.store_identity(store.path)
-        # a raw command line carries no key rules: only a plaintext store answers one
-        self._plain = unix.plaintext(store.path)
+        # a raw command line carries no key rules: only a plaintext store answers one. Read
+        # through SQLite's file layer: a Python open and close of the store would drop the
+        # locks this process's connection holds on it (storage.engine.fileread)
+        self._plain = keys.file_state(store.path) == "plain"
         self._calls = threading.Condition()  # calls in flight, which stop() waits for
         self._in_flight = 0
         self.served = 0  # requests answered (the tests and `bench startup` read it)
@@ -115,13 +118,28 @@ class ResidentServer:
         path = wire.socket_path(self.store.path)
         if path is None or str(self.store.path) == ":memory:":
             return False
-        if not wire.private_folder(path.parent, create=True):
-            log.warning("resident socket not served: %s is not a private folder (mode 700) of this user", path.parent)
+        bound = self._open(path)
+        if isinstance(bound, str):
+            if bound:
+                log.warning("resident socket not served: %s", bound)
             return False
+        self.path, (self._sock, self._inode) = path, bound
+        self._thread = threading.Thread(target=self._accept, name="localmem-resident", daemon=True)
+        self._thread.start()
+        log.info("resident socket %s", path)
+        return True
+
+    def _open(self, path: Path) -> tuple[socket.socket, int] | str:
+        """A socket listening at ``path`` and the file's inode, made as the module docstring
+        says (bound under ``unix.bind_name``: as long as ``path``, so it fits wherever
+        ``path`` does); else why not ('' when another live process serves it)."""
+        problem = unix.folder_problem(path.parent, create=True)
+        if problem is not None:
+            return f"{problem} (the socket's folder must be this user's, mode 700)"
         if answers(path):
             log.debug("resident socket %s is served by another process", path)
-            return False
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+            return ""
+        tmp = Path(unix.bind_name(path))
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(tmp))
@@ -129,16 +147,31 @@ class ResidentServer:
             sock.listen(16)
             sock.settimeout(ACCEPT_S)
             os.replace(tmp, path)
+            return sock, os.lstat(path).st_ino
         except OSError as exc:
             sock.close()
             tmp.unlink(missing_ok=True)
-            log.warning("resident socket not served: %s", exc)
-            return False
-        self.path, self._sock, self._inode = path, sock, os.lstat(path).st_ino
-        self._thread = threading.Thread(target=self._accept, name="localmem-resident", daemon=True)
-        self._thread.start()
-        log.info("resident socket %s", path)
-        return True
+            return f"{path}: {exc}"
+
+    def _keep_path(self) -> None:
+        """Bind the socket again when its file is gone (a ``/tmp`` cleaner or a person removed
+        it, or its folder): callers find a server by the path, never by this open socket.
+        A failure is logged once, not at every look."""
+        if self.path is None or os.path.lexists(self.path):
+            return
+        with self._guard:
+            if self._stop.is_set():
+                return
+            bound = self._open(self.path)
+            if isinstance(bound, str):
+                if bound and bound != self._lost:
+                    log.warning("resident socket not served again: %s", bound)
+                self._lost = bound
+                return
+            old, (self._sock, self._inode), self._lost = self._sock, bound, None
+        if old is not None:
+            old.close()
+        log.info("resident socket %s bound again (its file was removed)", self.path)
 
     def stop(self) -> None:
         self._stop.set()
@@ -170,7 +203,8 @@ class ResidentServer:
             try:
                 conn, _ = self._sock.accept()
             except TimeoutError:
-                continue  # a look at the stop flag
+                self._keep_path()  # and a look at the stop flag
+                continue
             except OSError:
                 return
             conn.settimeout(REQUEST_S)  # not inherited on every OS: set it on the connection

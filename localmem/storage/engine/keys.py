@@ -29,6 +29,7 @@ from typing import Literal
 import apsw
 
 from localmem.errors import ConfigError
+from localmem.storage.engine import fileread
 
 KEY_ENV = "LOCALMEM_KEY"
 KEY_FILE_ENV = "LOCALMEM_KEY_FILE"
@@ -39,7 +40,8 @@ AGE_IDENTITY_ENV = "LOCALMEM_AGE_IDENTITY"
 SECRET_ENV = (KEY_ENV, KEY_FILE_ENV, SYNC_PASSPHRASE_ENV, AGE_IDENTITY_ENV, "LOCALMEM_MCP_TOKEN")
 KEYRING_SERVICE = "localmem"
 SQLITE_MAGIC = b"SQLite format 3\x00"
-NEEDS_KEY = "this store is encrypted; set LOCALMEM_KEY or --key-file"
+# said as the way out: a person reads "locked" as "another process holds it"
+NEEDS_KEY = "this store is encrypted, no key given (pass --key-file FILE or set LOCALMEM_KEY_FILE)"
 
 State = Literal["new", "plain", "encrypted"]
 
@@ -59,15 +61,21 @@ def file_state(path: str | Path) -> State:
     of pages (>= 512 bytes), an encrypted one (SQLite3MC leaves no plaintext header)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        with p.open("rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        st = p.stat()  # a stat opens nothing
+    except (FileNotFoundError, NotADirectoryError):
         return "new"
     except OSError:
         return "plain"  # unreadable: let SQLite say why, as before
+    if stat.S_ISDIR(st.st_mode):
+        return "new"  # as before: SQLite says why it cannot open a folder
+    size = st.st_size
     if size == 0:
         return "new"
+    # through SQLite's file layer: a Python open and close here would drop the locks this
+    # process's connections hold on the store (storage.engine.fileread)
+    head = fileread.read_head(p, len(SQLITE_MAGIC))
+    if head is None:
+        return "plain"  # unreadable: let SQLite say why, as before
     if head == SQLITE_MAGIC or size < 512 or size % 512:
         return "plain"  # a plaintext store, or not a database at all (SQLite says which)
     return "encrypted"
@@ -183,7 +191,7 @@ def unlock(conn: apsw.Connection, path: str | Path) -> bool:
     key = resolve_key(target, keyring=state == "encrypted")
     if key is None:
         if state == "encrypted":
-            raise StoreLocked(f"{target}: {NEEDS_KEY} (or it is not a localmem database)")
+            raise StoreLocked(f"{target}: {NEEDS_KEY}, unless it is not a localmem database at all")
         return False
     apply_key(conn, key)
     if state == "encrypted":
@@ -196,7 +204,7 @@ def check_key(conn: apsw.Connection, target: str) -> None:
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except apsw.NotADBError as exc:
-        raise StoreLocked(f"{target}: the key does not open this store (wrong key?); {NEEDS_KEY}") from exc
+        raise StoreLocked(f"{target}: wrong key: the key does not open this store (or it is not a localmem database)") from exc
 
 
 def is_encrypted(path: str | Path) -> bool:
