@@ -1,4 +1,4 @@
-"""``localmem bench load`` and ``localmem bench crash``: real processes on one file.
+"""``localmem bench load``, ``crash`` and ``neighbours``: real processes on one file.
 
 Both stop by themselves and touch only a temporary folder (or ``--workdir``) and
 local pipes. Tables go to stdout; ``--json`` adds the result as one JSON line.
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import crash, load
+from localmem.bench import crash, load, neighbours
 from localmem.config import Settings
 from localmem.errors import InputError
 
@@ -44,6 +44,26 @@ def add_reliability_parsers(bsub: Any) -> None:
     c.add_argument("--workdir", type=Path, help="keep the database and files here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run_crash)
+
+    c = bsub.add_parser(
+        "neighbours",
+        help="a daemon, an MCP server, other SQLite clients, a restore and kill -9 on one store; what survives",
+        description="Rounds on a fresh store each: a resident daemon and an MCP server hold it while Python's "
+        "sqlite3 and Debian's sqlite3 shell open, read, write and close it, turns are written and queried, every "
+        "second round restores a plain backup with the daemon running, and one process is killed -9; then the "
+        "file is checked: integrity, acknowledged turns lost, rolled-back turns resurrected or still answered.",
+    )
+    c.add_argument("--rounds", type=int, default=8, help="rounds (default 8)")
+    c.add_argument(
+        "--restore-every", type=int, default=2, help="every Nth round restores a backup (default 2; 0: none)"
+    )
+    c.add_argument("--seed", type=int, default=0, help="random seed for what is killed and the texts (default 0)")
+    c.add_argument(
+        "--code", type=Path, help="run every localmem process from this source tree (an older checkout, to compare)"
+    )
+    c.add_argument("--workdir", type=Path, help="keep the stores and files here (default: a temp dir)")
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=_run_neighbours)
 
 
 def _positive(value: float, flag: str) -> None:
@@ -78,3 +98,17 @@ def _run_crash(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result))
     return 0 if result["acknowledged_lost"] == 0 and result["integrity_failures"] == 0 else 1
+
+
+def _run_neighbours(args: argparse.Namespace, settings: Settings) -> int:
+    _positive(args.rounds, "--rounds")
+    if args.code is not None and not (args.code / "localmem" / "__init__.py").is_file():
+        raise InputError("--code: no localmem package in that folder", path=str(args.code))
+    result = neighbours.run(
+        rounds=args.rounds, restore_every=args.restore_every, seed=args.seed, workdir=args.workdir, code=args.code
+    )
+    neighbours.print_report(result)
+    if args.json:
+        print(json.dumps(result))
+    bad = result["rounds_damaged"] + result["lost"] + result["resurrected"] + result["stale_answers"]
+    return 0 if bad == 0 else 1
