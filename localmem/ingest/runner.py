@@ -37,6 +37,7 @@ from localmem.ingest import AGENT_FORMATS, READ_ONLY_OPTIONS, detect, state, uni
 from localmem.ingest._json import Cursor
 from localmem.ingest._units import merge
 from localmem.records import SessionIn
+from localmem.storage.engine import fileread
 from localmem.storage.write.store import Store
 
 M = TypeVar("M")
@@ -127,6 +128,8 @@ def start(store: Store, path: Path, fmt: str | None = None, *, skip_bad: bool = 
     """A plan that has not read the file yet: its format, fingerprint and resume point."""
     if not path.is_file():
         raise InputError("no such file", path=str(path))
+    if fileread.held(path) is not None:  # reading it through Python would drop SQLite's locks on it
+        raise InputError("is the memory store itself (or its -wal/-shm); ingest a chat export or log", path=str(path))
     name = fmt or detect(path)
     opts = {k: v for k, v in options.items() if v is not None}
     if name in AGENT_FORMATS:

@@ -248,8 +248,8 @@ class ResidentServer:
         raw = {"cli": self.cli, "hook-cli": self.hooks}  # a raw command line: a plan maker, a plaintext store
         if op not in ("context", "hook", *raw) or (op in raw and (raw[op] is None or not self._plain)):
             return refuse("op"), None
-        if self._identity is None or req.get("store") != self._identity:
-            return refuse("store"), None
+        if self._identity is None or req.get("store") != self._identity or self.store.replaced():
+            return refuse("store"), None  # another file, or this one rewritten in place: read by the caller
         if op == "cli":
             return self._command(req)
         if op == "hook-cli":
@@ -405,8 +405,13 @@ class ResidentServer:
 
     def store_gone(self) -> bool:
         """Whether the store file this process holds open is no longer at its path: deleted,
-        or another file there (a copy, a restore, an encrypt), whose callers it refuses."""
-        return self._identity is None or wire.store_identity(self.store.path) != self._identity
+        another file there (a copy, a restore, an encrypt), or rewritten in place (a backup
+        copied over it: ``Store.replaced``), whose callers it refuses."""
+        return (
+            self._identity is None
+            or wire.store_identity(self.store.path) != self._identity
+            or self.store.replaced() is not None
+        )
 
 
 def refuse(why: str) -> dict[str, Any]:

@@ -9,6 +9,10 @@ VFS knows every descriptor it has on a file (its inode table) and, while any con
 the process holds a lock there, keeps a closed descriptor open for later instead of closing
 it. A file opened and closed through ``apsw.VFSFile`` on that VFS therefore drops nothing.
 
+``held`` says whether a file is one a connection of this process holds (a database, its
+``-wal``, ``-shm`` or ``-journal``): such a file is never opened through Python (an ingest
+given the store itself as its input is refused by it).
+
 Invariants: every read of a store's own files (the database, ``-wal``, ``-shm``,
 ``-journal``) made by localmem while it may hold a connection comes through here or through
 a connection; nothing here writes; a missing file is None, not an error.
@@ -39,3 +43,32 @@ def read_head(path: str | Path, size: int) -> bytes | None:
         return None
     finally:
         f.xClose()
+
+
+def held_files() -> dict[tuple[int, int], str]:
+    """(device, inode) -> name of every file this process's open connections use."""
+    out: dict[tuple[int, int], str] = {}
+    for conn in apsw.connections():
+        try:
+            names = [conn.filename, conn.filename_wal, conn.filename_journal]
+        except apsw.Error:  # closed meanwhile
+            continue
+        if not names[0]:
+            continue  # :memory:, a temporary database
+        names.append(names[0] + "-shm")
+        for name in names:
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue
+            out[(st.st_dev, st.st_ino)] = name
+    return out
+
+
+def held(path: str | Path) -> str | None:
+    """The name under which a connection of this process holds the file at ``path``, or None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return held_files().get((st.st_dev, st.st_ino))

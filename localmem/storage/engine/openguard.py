@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import apsw
+from localmem.storage.engine import fileread
 
 ENV = "LOCALMEM_OPEN_GUARD"
 _installed = False
@@ -53,26 +53,6 @@ def install() -> bool:
     return True
 
 
-def held_files() -> dict[tuple[int, int], str]:
-    """(device, inode) -> name of every file this process's open connections use."""
-    out: dict[tuple[int, int], str] = {}
-    for conn in apsw.connections():
-        try:
-            names = [conn.filename, conn.filename_wal, conn.filename_journal]
-        except apsw.Error:  # closed meanwhile
-            continue
-        if not names[0]:
-            continue  # :memory:, a temporary database
-        names.append(names[0] + "-shm")
-        for name in names:
-            try:
-                st = os.stat(name)
-            except OSError:
-                continue
-            out[(st.st_dev, st.st_ino)] = name
-    return out
-
-
 def _hook(event: str, args: tuple[Any, ...], log: str) -> None:
     if event != "open" or getattr(_busy, "on", False):
         return
@@ -85,11 +65,7 @@ def _hook(event: str, args: tuple[Any, ...], log: str) -> None:
         return
     _busy.on = True
     try:
-        try:
-            st = os.stat(target)
-        except (OSError, ValueError):
-            return  # a file being created cannot be one a connection holds
-        name = held_files().get((st.st_dev, st.st_ino))
+        name = fileread.held(os.fsdecode(target))  # a file being created cannot be one a connection holds
         if name is None:
             return
         frames = "".join(traceback.format_stack(limit=12)[:-2])

@@ -34,7 +34,7 @@ from localmem.config import RetrievalParams, Settings
 from localmem.errors import InputError
 from localmem.models.embedding import Embedder, OnnxMiniLM
 from localmem.records import SessionIn, TurnIn, WriteResult
-from localmem.storage.engine import db
+from localmem.storage.engine import db, identity
 from localmem.storage.engine.inlist import rows_in
 from localmem.storage.engine.retry import Patience
 from localmem.storage.vectors import rebuild
@@ -74,6 +74,10 @@ class Store:
         self.settings = settings or Settings(db=self.path)
         self.conn = db.connect(path)
         db.migrate(self.conn)
+        identity.stamp(self.conn)
+        # what this file is now: a process that finds another one at the path (replaced,
+        # in place or by rename) stops serving it and never checkpoints into it
+        self._file = identity.capture(self.conn, self.path)
         if embedder is None:
             embedder = OnnxMiniLM()
         self.embedder = embedder
@@ -125,7 +129,13 @@ class Store:
         return self.settings.retrieval
 
     def close(self) -> None:
-        self.conn.close()
+        """Close the connection; a store replaced under it closes without a checkpoint
+        (``engine.identity``), so nothing of this process's reaches the new file."""
+        identity.close(self.conn, self._file)
+
+    def replaced(self) -> str | None:
+        """Why the file at this store's path is no longer the one opened, or None."""
+        return identity.replaced(self._file)
 
     def __enter__(self) -> Store:
         return self
