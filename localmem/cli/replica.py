@@ -57,15 +57,23 @@ def add_replicate(sub: Subparsers) -> None:
 def add_restore(sub: Subparsers) -> None:
     c = sub.add_parser(
         "restore",
-        help="rebuild a store from a replica (Litestream or encrypted snapshots), optionally as of a time",
-        description="Restore the replica at --from into PATH (which must not exist, unless --force), as of the "
-        "newest replicated transaction or of --timestamp (ISO 8601, UTC unless it says otherwise); the result is "
-        "checked with integrity_check before it is put in place; if the newest state fails it (a known Litestream "
-        "0.5 defect), the newest earlier transaction that passes is restored instead and you are told how far "
-        "back that is (--no-fallback refuses instead). Also reads age-encrypted backups (.age files "
-        "written by `localmem backup --encrypt-to`) when given one as --from.",
+        help="put a backup back: a backup file, the newest rolling backup, an age backup or a replica",
+        description="Restore the store (--db, or PATH) from SOURCE: a file `localmem backup` wrote (or a rolling "
+        "backup: --latest takes the newest), an age-encrypted backup (.age, with --age-identity), or a replica URL "
+        "(file:///…, sftp://…, s3://…; --from URL is the same), as of the newest replicated transaction or of "
+        "--timestamp. The copy is checked with integrity_check before it is put in place. An existing store is "
+        "replaced only with --force, never while another process has it open (a daemon a query or hook left is "
+        "stopped first; a `localmem serve` or MCP server you started must be stopped by you), and it is first "
+        "copied beside itself (.NAME.before-restore-TIME), which the output names. A damaged newest Litestream "
+        "state is replaced by the newest clean earlier one (--no-fallback refuses instead). Never copy a backup "
+        "over a store by hand while anything may have it open.",
     )
-    c.add_argument("--from", dest="source", required=True, metavar="URL", help="file:///…, sftp://…, s3://…")
+    c.add_argument("source", nargs="?", metavar="SOURCE", help="a backup file, an .age backup or a replica URL")
+    c.add_argument("path", nargs="?", type=Path, metavar="PATH", help="the store to write (default: --db's store)")
+    c.add_argument(
+        "--from", dest="url", metavar="URL", help="the replica or backup (then PATH may be the first argument)"
+    )
+    c.add_argument("--latest", action="store_true", help="the newest rolling backup of the store (`localmem backups`)")
     c.add_argument("--timestamp", metavar="T", help="point in time to restore (default: the newest)")
     c.add_argument("--force", action="store_true", help="replace PATH if it exists")
     c.add_argument(
@@ -74,8 +82,34 @@ def add_restore(sub: Subparsers) -> None:
         help="refuse a damaged restore instead of restoring the newest clean earlier transaction",
     )
     c.add_argument("--json", action="store_true", help="print JSON")
-    c.add_argument("path", type=Path, help="the store file to write")
     c.set_defaults(func=cmd_restore)
+
+
+def restore_target(args: argparse.Namespace, settings: Settings) -> tuple[str, Path]:
+    """(source, store to write) from ``restore``'s arguments: ``SOURCE [PATH]``, ``--from URL
+    [PATH]`` or ``--latest [PATH]``; PATH defaults to the store ``--db`` names."""
+    given = [a for a in (args.source, args.path) if a is not None]
+    if sum(x is not None and x is not False for x in (args.url, args.latest or None)) > 1:
+        raise InputError("give one of SOURCE, --from URL or --latest")
+    if args.url is not None or args.latest:
+        if len(given) > 1:
+            raise InputError("with --from or --latest, give at most the store's PATH")
+        out = Path(given[0]) if given else Path(settings.db)
+        if args.url is not None:
+            return str(args.url), out
+        return _latest(out), out
+    if not given:
+        raise InputError("nothing to restore from: give a backup file or replica URL, or --latest")
+    return str(given[0]), (Path(given[1]) if len(given) > 1 else Path(settings.db))
+
+
+def _latest(store: Path) -> str:
+    from localmem.storage.copies import rolling  # lazy: only restore --latest reads the backups folder
+
+    newest = rolling.latest(store)
+    if newest is None:
+        raise InputError("no rolling backup of this store yet (`localmem backups` lists them)", path=str(store))
+    return str(newest)
 
 
 def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
@@ -110,12 +144,11 @@ def cmd_replicate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
-    if args.force and Path(args.path).exists():
-        stop_daemon(Path(args.path))  # one a query or hook left: the store is replaced
-    out = restore.restore(
-        args.source, args.path, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback
-    )
-    back = out.get("fell_back")
+    source, out = restore_target(args, settings)
+    if args.force and out.exists():
+        stop_daemon(out)  # one a query or hook left: the store is replaced
+    result = restore.restore(source, out, timestamp=args.timestamp, force=args.force, fallback=not args.no_fallback)
+    back = result.get("fell_back")
     if isinstance(back, dict):
         print(
             f"warning: the newest replicated state (TXID {back['damaged_txid']}) failed its integrity check "
@@ -125,7 +158,14 @@ def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
     if args.json:
-        print_json(out)
-    else:
-        print(f"restored {out['turns']} turns into {out['path']} from {out['from']}")
+        print_json(result)
+        return 0
+    print(f"restored {result['turns']} turns into {result['path']} from {result['from']}")
+    kept = result.get("replaced")
+    if isinstance(kept, dict):
+        held = "a damaged store" if kept.get("damaged") else f"{kept['turns']} turns in {kept['sessions']} sessions"
+        print(
+            f"it replaced {held}, kept at {kept['kept_at']} "
+            f"(`localmem restore {kept['kept_at']} --force` puts it back; delete it when you no longer need it)"
+        )
     return 0
