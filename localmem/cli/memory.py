@@ -109,8 +109,8 @@ def add_backup(sub: Subparsers) -> None:
         "backup",
         help="copy the database to a file, safely while it is in use",
         description="Write a consistent copy of the database (SQLite's online backup: one snapshot, while other "
-        "processes go on writing), checked with integrity_check. To restore: stop every localmem process, then "
-        "copy the backup over the database file (delete its -wal and -shm files), or point --db at the backup.",
+        "processes go on writing), checked with integrity_check. To restore: `localmem restore BACKUP --force` (checked first; the store it replaces is kept "
+        "beside it). Never copy a backup over a store by hand while anything may have it open.",
     )
     c.add_argument("path", type=Path, help="the backup file to write")
     c.add_argument("--force", action="store_true", help="replace the file if it exists")
