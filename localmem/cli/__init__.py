@@ -34,7 +34,7 @@ import apsw
 from localmem import __version__
 from localmem.cli import cable_flags, keyflags
 from localmem.config import load_settings
-from localmem.errors import LocalmemError
+from localmem.errors import LocalmemError, StoreCorrupt
 from localmem.storage.engine import faults
 
 __all__ = ["COMMANDS", "build_parser", "full_parser", "main", "undecodable"]
@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
     except LocalmemError as exc:
-        _error(str(exc))
+        _error(damaged(exc, args) or str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         print("localmem: interrupted", file=sys.stderr)
@@ -202,8 +202,26 @@ def edge_error(exc: apsw.Error | OSError, args: argparse.Namespace) -> str:
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
     db = getattr(args, "db", None) or "the database"
+    if found := damaged(exc, args):
+        return found
     named = faults.translate(exc, db)
     return str(named) if named is not None else f"{db}: {exc}"
+
+
+def damaged(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """A damaged store named as damaged, with the command that restores its newest backup
+    (``recovery``); None for any other error."""
+    if not isinstance(exc, StoreCorrupt | apsw.CorruptError):
+        return None
+    # lazy: the command table's dispatch point loads recovery (and the rolling backups) only for a damaged store
+    from localmem.cli import recovery
+
+    path = getattr(exc, "path", None) or getattr(args, "db", None)
+    try:
+        path = path or str(load_settings().db)
+    except LocalmemError:  # a broken config file: the error being reported comes first
+        path = None
+    return recovery.explain(exc, path)
 
 
 class LazyCommands(argparse._SubParsersAction):  # type: ignore[type-arg]

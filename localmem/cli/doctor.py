@@ -27,8 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from localmem.cli import recovery
 from localmem.config import Settings, default_db_path
-from localmem.errors import ConfigError, ModelError
+from localmem.errors import ConfigError, LocalmemError, ModelError
 from localmem.hooks import install as hook_install
 from localmem.hooks import status as hook_status
 from localmem.hooks.events import CLIENTS as hook_clients
@@ -42,7 +43,7 @@ from localmem.models.llm import (
 )
 from localmem.models.registry import default_embedder
 from localmem.resident import daemon
-from localmem.storage.engine import checkpoints
+from localmem.storage.engine import checkpoints, faults
 from localmem.storage.engine.keys import (
     KEY_FILE_ENV,
     cipher_name,
@@ -74,6 +75,8 @@ def _check(name: str, fn: Callable[[], str]) -> dict[str, Any]:
         return {"name": name, "ok": True, "warn": True, "detail": str(exc)}
     except Fail as exc:
         return {"name": name, "ok": False, "warn": False, "detail": str(exc)}
+    except LocalmemError as exc:  # its own words, never its class; a store's with the way back (cli.recovery)
+        return {"name": name, "ok": False, "warn": False, "detail": recovery.explain(exc) or str(exc)}
     except Exception as exc:
         return {"name": name, "ok": False, "warn": False, "detail": f"{type(exc).__name__}: {exc}"}
 
@@ -108,8 +111,10 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
         if not settings.db.exists():
             return f"{settings.db} does not exist yet (created on first ingest)"
 
-        with open_store(settings) as store:
-            s = store.stats()
+        with open_store(settings) as store, faults.faults(settings.db):  # damage: StoreCorrupt, said by _check
+            s, damage = store.stats(), views.damage(store.conn)
+        if damage:  # pages stats never read
+            raise Fail(recovery.damaged(settings.db, damage[0]))
         line = (
             f"{settings.db} ({'encrypted' if is_encrypted(settings.db) else 'not encrypted'}): "
             f"schema v{s['schema_version']}, {s['turns']} turns, {sum(s['cues'].values())} cues, "
@@ -165,7 +170,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     def sync() -> str:
         if not settings.db.exists():
             return "this store has not synced"
-        with open_store(settings) as store:
+        with open_store(settings) as store, faults.faults(settings.db):
             found = sync_health(store)
         if found is None:
             return "this store has not synced"

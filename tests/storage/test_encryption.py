@@ -80,7 +80,7 @@ def test_no_stored_sentence_in_any_file_of_an_encrypted_store(tmp_path: Path, mo
     store.close()
     # the backup is encrypted with the store's key and opens with it
     monkeypatch.delenv(keys.KEY_ENV)
-    with pytest.raises(keys.StoreLocked, match="this store is encrypted; set LOCALMEM_KEY"):
+    with pytest.raises(keys.StoreLocked, match="this store is encrypted, no key given"):
         Store(data / "copy.db", embedder=HashEmbedder())
     monkeypatch.setenv(keys.KEY_ENV, KEY)
     copy = Store(data / "copy.db", embedder=HashEmbedder())
@@ -104,8 +104,8 @@ def test_missing_and_wrong_keys_are_one_line(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv(keys.KEY_ENV, KEY)
     fill(Store(db, embedder=HashEmbedder()), 1)
     for env, says in (
-        (clean_env(), "this store is encrypted; set LOCALMEM_KEY or --key-file"),
-        (clean_env(LOCALMEM_KEY="not the key"), "the key does not open this store"),
+        (clean_env(), "this store is encrypted, no key given (pass --key-file FILE or set LOCALMEM_KEY_FILE)"),
+        (clean_env(LOCALMEM_KEY="not the key"), "wrong key: the key does not open this store"),
     ):
         for cmd in (["stats"], ["query", "spare key"], ["backup", str(tmp_path / "b.db")], ["export"]):
             proc = run_cli("--db", str(db), *cmd, env=env)

@@ -91,13 +91,21 @@ def translate(
     if isinstance(exc, apsw.NotADBError):
         return NotAStore(f"{where} is not a localmem database (not an SQLite file)", path=where)
     if isinstance(exc, apsw.CorruptError):
-        return StoreCorrupt(f"{where} is damaged ({said}); restore it from a backup (localmem backup)", path=where)
+        return StoreCorrupt(f"the store at {where} is damaged ({said}); {restore_hint()}", path=where)
     if isinstance(exc, BUSY):
         return StoreLocked(f"{where} stayed locked by another process; try again in a moment", path=where)
     if isinstance(exc, apsw.IOError):
         detail = os.strerror(os_errno) if os_errno else said
         return StoreUnavailable(f"I/O error on {where}: {detail}", path=where)
     return None
+
+
+def restore_hint(command: str = "localmem") -> str:
+    """The way back from a damaged store as storage can say it (``command``: how to call
+    localmem for this store). Never ``localmem backup``: that copies the damage. The command
+    line names the store's newest rolling backup instead where it has one
+    (``localmem.cli.recovery``)."""
+    return f"restore a backup over it with `{command} restore BACKUP --force`"
 
 
 def why_read_only(path: str | Path, folder_said: bool = False, *, database: bool = True) -> str | None:

@@ -204,7 +204,9 @@ def check_key(conn: apsw.Connection, target: str) -> None:
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except apsw.NotADBError as exc:
-        raise StoreLocked(f"{target}: wrong key: the key does not open this store (or it is not a localmem database)") from exc
+        raise StoreLocked(
+            f"{target}: wrong key: the key does not open this store (or it is not a localmem database)"
+        ) from exc
 
 
 def is_encrypted(path: str | Path) -> bool:

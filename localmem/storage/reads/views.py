@@ -1,5 +1,5 @@
 """The web view's reads (the Turn and Health pages, session heads and topics) and doctor's engine
-probe, as named records.
+probe and damage check, as named records.
 
 Invariants:
 - read-only, on the connection given; the web app runs each page in one snapshot
@@ -235,6 +235,14 @@ def engine() -> Engine:
     finally:
         conn.close()
     return Engine(apsw.sqlite_lib_version(), apsw.apsw_version(), vec)
+
+
+def damage(conn: Conn, limit: int = 3) -> list[str]:
+    """What ``PRAGMA quick_check`` finds wrong with the store, its first ``limit`` findings;
+    empty for a sound file. Reads every page (seconds for a store of gigabytes), so doctor
+    runs it, not ``stats``; SQLite may raise ``CorruptError`` instead of a finding."""
+    found = [str(row[0]) for row in conn.execute(f"PRAGMA quick_check({int(limit)})")]
+    return [] if found == ["ok"] else found
 
 
 def antecedent_variants(conn: Conn, other_than: str) -> list[str]:
