@@ -42,7 +42,7 @@ from localmem.models.llm import (
     model_layer_installed,
 )
 from localmem.models.registry import default_embedder
-from localmem.resident import daemon
+from localmem.resident import daemon, unix, wire
 from localmem.storage.engine import checkpoints, faults
 from localmem.storage.engine.keys import (
     KEY_FILE_ENV,
@@ -194,8 +194,17 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
     checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
-    checks.append(_check("resident", functools.partial(daemon.describe, settings.db)))  # a daemon: its pid
+    checks.append(_check("resident", functools.partial(resident, settings.db)))  # a daemon: its pid
     return checks
+
+
+def resident(db: Path) -> str:
+    """Who serves the store's socket (``daemon.describe``); a warning naming why no process
+    can (``unix.unserved``: no socket path fits, a folder not private, a daemon's failure)."""
+    problem = unix.unserved(wire.runtime_dir(), db)
+    if problem is not None:
+        raise Warn(problem)
+    return daemon.describe(db)
 
 
 def hook_entries(client: str, path: Path | None = None) -> str:

@@ -1,7 +1,8 @@
 """What a CLI query or hook and a resident process say to each other, and where they meet.
 
 One Unix socket per store: ``<runtime dir>/<hash of the store's real path>.sock``, where the
-runtime dir is ``$XDG_RUNTIME_DIR/localmem`` (else ``run`` in the user data dir; the rule is
+runtime dir is ``$XDG_RUNTIME_DIR/localmem`` (else ``run`` in the user data dir), or
+``/tmp/localmem-<uid>/`` when that path would not fit a socket address (the rule is
 ``unix``'s, which the stdlib-only fast entry shares). One request, one reply, each one line
 of JSON (``hook-cli``: a line before the reply), then the connection closes.
 
@@ -142,9 +143,9 @@ def runtime_dir() -> Path:
 
 
 def socket_path(db: Path, folder: Path | None = None) -> Path | None:
-    """The socket of the resident process for the store at ``db`` (in ``folder``, default
-    :func:`runtime_dir`); None when the path would be too long for a Unix socket (then
-    there is no fast path for it)."""
+    """The socket of the resident process for the store at ``db``: in ``folder`` (default
+    :func:`runtime_dir`) when it fits a Unix socket address, else in ``/tmp/localmem-<uid>``
+    (``unix.socket_in``); None when neither fits (then there is no fast path for it)."""
     path = unix.socket_in(folder or runtime_dir(), db)
     return None if path is None else Path(path)
 
