@@ -35,6 +35,7 @@ from localmem.errors import ConfigError, LocalmemError
 from localmem.hooks.served import HookPlanner
 from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
+from localmem.resident.backups import rolling
 from localmem.resident.daemon import WARM_LINE
 from localmem.resident.server import ResidentServer, answers
 from localmem.resident.wire import CliCall, Plan, socket_path
@@ -116,7 +117,7 @@ def serve(
         log.error("%s", exc)
         _run(refusing_server(settings, str(exc)), transport, host, port, token, origins, hosts)
         return 0
-    with store, _syncing(settings, sync):
+    with store, _syncing(settings, sync), rolling(settings, _said):  # rolling backups: resident/backups.py
         watcher = _start_watcher(settings, watch, stop) if watch else None
         lock = threading.Lock()  # one store call at a time: MCP tools, resources and socket queries
         server = build_server(store, generator=model, worker=worker, lock=lock)
@@ -159,6 +160,10 @@ def _syncing(settings: Settings, sync: SyncArgs | None) -> Iterator[None]:
         yield
 
 
+def _said(message: str) -> None:
+    log.warning("%s", message)  # the process log: a daemon's `.log`, an MCP client's server log
+
+
 def _serve_socket(
     settings: Settings,
     watch: Path | None,
@@ -178,7 +183,7 @@ def _serve_socket(
         log.warning("localmem resident socket for %s is served by another process: not started", settings.db)
         return 0  # a daemon a hook started is not needed: nothing to report
     try:
-        with open_store(settings) as store, _syncing(settings, sync):
+        with open_store(settings) as store, _syncing(settings, sync), rolling(settings, _said):
             store.embedder.embed(["warm-up"])  # the model loaded now, not by the first caller
             watcher = _start_watcher(settings, watch, stop) if watch else None
             sock = ResidentServer(store, cli=cli, hooks=HookPlanner())

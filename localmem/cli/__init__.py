@@ -77,6 +77,9 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command("backup", "copy the database to a file, safely while it is in use", "memory", "add_backup"),
     Command(
+        "backups", "list the rolling backups that localmem takes on its own (or take one now)", "backups", "add_backups"
+    ),
+    Command(
         "compact",
         "rebuild the file without its free pages (what forgotten turns and old vectors left behind)",
         "compact",

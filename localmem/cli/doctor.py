@@ -12,7 +12,8 @@ answer; a broken entry says the command that fixes it, and one of an earlier ver
 (``python -m mcp_server``: it works, without the CLI's fast entry) the command that
 refreshes it. A store that has synced shows its
 refused segments. ``resident`` says which process serves the store's socket (a daemon a
-query or a hook started: its pid, to stop it with ``kill``).
+query or a hook started: its pid, to stop it with ``kill``); ``backups`` how many rolling
+backups there are, the newest's age, their disk cost and folder (``storage.copies.rolling``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from localmem.models.llm import (
 )
 from localmem.models.registry import default_embedder
 from localmem.resident import daemon, unix, wire
+from localmem.storage.copies import rolling
 from localmem.storage.engine import checkpoints, faults
 from localmem.storage.engine.keys import (
     KEY_FILE_ENV,
@@ -195,7 +198,16 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
     checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
     checks.append(_check("resident", functools.partial(resident, settings.db)))  # a daemon: its pid
+    checks.append(_check("backups", functools.partial(backups, settings)))
     return checks
+
+
+def backups(settings: Settings) -> str:
+    """The rolling backups in one line; a warning when none was taken for two intervals."""
+    line, late = rolling.summary(settings.db, settings.backups, datetime.now(UTC))
+    if late:
+        raise Warn(line)
+    return line
 
 
 def resident(db: Path) -> str:

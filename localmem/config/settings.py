@@ -145,6 +145,22 @@ class QueryParams:
 
 
 @dataclass(frozen=True)
+class BackupsParams:
+    """Rolling backups taken by a process that holds the store (storage/copies/rolling.py,
+    resident/backups.py; docs/security.md, "Rolling backups")."""
+
+    enabled: bool = True  # false: no process takes them (those already taken stay until deleted)
+    interval_hours: float = 24.0  # one is taken when the newest is older than this
+    keep: int = 7  # the newest N are kept, older ones deleted
+    max_total_mb: float = 0.0  # >0: older ones also go while the kept ones take more than this (the newest never)
+    min_free_mb: float = 1024.0  # one is skipped (said in the process log) when less would stay free on the disk
+    delay_s: float = 60.0  # seconds after a process opens the store before it first looks (its first caller first)
+
+    def __post_init__(self) -> None:
+        check_instance(self, "backups")
+
+
+@dataclass(frozen=True)
 class Settings:
     db: Path = field(default_factory=lambda: default_db_path())
     embedder: str = "default"  # "default" (follows the store), "minilm", a GGUF model, a .onnx file or an ONNX folder
@@ -163,6 +179,7 @@ class Settings:
     ingest: IngestParams = field(default_factory=IngestParams)
     hooks: HooksParams = field(default_factory=HooksParams)
     query: QueryParams = field(default_factory=QueryParams)
+    backups: BackupsParams = field(default_factory=BackupsParams)
 
     def __post_init__(self) -> None:
         check_instance(self, "")
@@ -176,13 +193,21 @@ class Settings:
         return replace(self, **clean)
 
 
-Section = type[RetrievalParams] | type[CableParams] | type[IngestParams] | type[HooksParams] | type[QueryParams]
+Section = (
+    type[RetrievalParams]
+    | type[CableParams]
+    | type[IngestParams]
+    | type[HooksParams]
+    | type[QueryParams]
+    | type[BackupsParams]
+)
 SECTIONS: dict[str, Section] = {
     "retrieval": RetrievalParams,
     "cable": CableParams,
     "ingest": IngestParams,
     "hooks": HooksParams,
     "query": QueryParams,
+    "backups": BackupsParams,
 }
 
 
