@@ -37,7 +37,7 @@ LAZY_ALLOWED = (
     "uvicorn",
     "starlette",
     "keyring",  # optional: the OS keyring as a key source (storage/engine/keys.py)
-    "pyrage",  # optional: the sync and age extras (sync/keys.py, storage/copies/age.py)
+    "pyrage",  # a dependency, loaded only by encrypted sync and .age files (sync/keys.py, storage/copies/age.py)
     "detect_secrets",  # brings `requests` (~0.1 s): loaded on a write's first redaction (util/secrets.py)
     "localmem.train",  # PyTorch (the train extra): loaded only by `localmem train` (cli/train.py)
     "onnx",  # the train extra: writing a trained model (train/export.py)

@@ -6,8 +6,8 @@ derivation to write and to read, fine for a few segments a minute) or X25519 ide
 (``AGE-SECRET-KEY-1…`` lines in a file, as ``age-keygen`` writes them): segments are
 encrypted to every identity's public key plus any extra ``age1…`` recipients, and
 decrypted with any of the identities. Invariant: a body that does not decrypt raises
-``Refused``; nothing is ever folded from it. ``pyrage`` is imported only when a key is set,
-so a plaintext sync needs no extra package (``pip install 'localmem[sync]'`` brings it).
+``Refused``; nothing is ever folded from it. ``pyrage`` (a dependency of localmem) is imported
+only when a key is set, so a plaintext sync never loads it.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ _MATCHED: dict[tuple[bytes, bytes], bool] = {}  # (check, passphrase) digests ->
 
 def _pyrage() -> Any:
     try:
-        import pyrage  # optional (localmem[sync]): only a sync with a key needs it
-    except ImportError:
+        import pyrage  # lazy: only a sync with a key loads it
+    except ImportError:  # a dependency, missing where localmem was installed with --no-deps
         raise ConfigError(
-            "encrypted sync needs the age library: pip install -e '.[sync]' from the checkout (or pip install pyrage)"
+            "encrypted sync needs pyrage, a dependency of localmem missing here: pip install 'pyrage>=1.2'"
         ) from None
     return pyrage
 

@@ -1,4 +1,4 @@
-"""age-encrypted exports and backups (PyPI ``pyrage``, the ``localmem[age]`` extra), and reading them back.
+"""age-encrypted exports and backups (PyPI ``pyrage``, a dependency of localmem), and reading them back.
 
 Writing: the plaintext goes to age as it is produced (through a pipe to ``pyrage.encrypt_io``
 in a thread), into a file beside the destination that is renamed over it once complete and
@@ -36,10 +36,10 @@ ARMOR = b"-----BEGIN AGE ENCRYPTED FILE-----"
 
 def _pyrage() -> Any:
     try:
-        import pyrage  # the optional age extra: only exports, backups and reads of .age files need it
-    except ImportError as exc:
+        import pyrage  # lazy: only exports, backups and reads of .age files load it (a query never does)
+    except ImportError as exc:  # a dependency, missing where localmem was installed with --no-deps
         raise ConfigError(
-            "age encryption needs pyrage: pip install -e '.[age]' from the checkout (or pip install pyrage)"
+            "age encryption needs pyrage, a dependency of localmem missing here: pip install 'pyrage>=1.2'"
         ) from exc
     return pyrage
 
