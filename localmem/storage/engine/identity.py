@@ -15,7 +15,8 @@ How a replacement shows:
   once), and every copy localmem makes (a backup, a restore) gets a new one
   (``new_nonce``). The header's raw bytes, read through SQLite's file layer
   (``fileread``), name another store once a copy is written over the file. A header still
-  0 there is this store before its first checkpoint wrote the stamp into the file.
+  0 there is this store before its first checkpoint wrote the stamp into the file. An
+  encrypted store's header is ciphertext (SQLite3MC), so for it only a rename is seen.
 
 Invariants: reads only (``stamp`` aside, one small write transaction when the header says
 0); never a Python ``open`` of the store (``fileread`` says why); a copy made with
@@ -36,6 +37,7 @@ import apsw
 
 from localmem.storage.engine import fileread
 
+SQLITE_MAGIC = b"SQLite format 3\x00"  # keys.SQLITE_MAGIC: a plaintext header
 APP_ID_AT = 68  # the header's application_id: 4 bytes, big-endian (SQLite's file format, 1.3)
 
 
@@ -90,7 +92,8 @@ def capture(conn: apsw.Connection, path: str | Path) -> FileIdentity | None:
         st = os.stat(path)
     except OSError:
         return None
-    app_id = _app_id(conn)
+    # an encrypted store's header is ciphertext past its first bytes: only the inode tells
+    app_id = 0 if fileread.read_head(path, 16) != SQLITE_MAGIC else _app_id(conn)
     return FileIdentity(os.path.realpath(path), st.st_dev, st.st_ino, app_id)
 
 
