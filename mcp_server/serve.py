@@ -37,7 +37,8 @@ from localmem.ingest.watch import Watcher
 from localmem.memory import generator, open_store
 from localmem.resident.backups import rolling
 from localmem.resident.daemon import WARM_LINE
-from localmem.resident.server import ResidentServer, answers
+from localmem.resident.listen import answers
+from localmem.resident.server import ResidentServer
 from localmem.resident.wire import CliCall, Plan, socket_path
 from localmem.storage.engine.keys import KEY_FILE_ENV, read_key_file
 from localmem.sync.background import syncing

@@ -43,6 +43,7 @@ import apsw
 
 from localmem.bench.preamble import child_env, mcp_server_cmd, working_folder
 from localmem.resident import client, wire
+from localmem.storage.bench import reads
 
 PROTOCOL = "2025-06-18"
 SHELL = shutil.which("sqlite3")
@@ -248,8 +249,8 @@ class Round:
         try:
             conn = apsw.Connection(str(self.db), flags=apsw.SQLITE_OPEN_READONLY)
             try:
-                integrity = "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))[:120]
-                found = {str(r[0]) for r in conn.execute("SELECT text FROM turns")}
+                integrity = str(reads.integrity_check(conn))[:120]
+                found = set(reads.turn_text_counts(conn))
             finally:
                 conn.close()
         except apsw.Error as exc:

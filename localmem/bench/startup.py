@@ -57,7 +57,7 @@ import localmem
 from localmem.bench import pagecache
 from localmem.bench.startup_daemon import DAEMON_ROWS, Daemon, one_round
 from localmem.resident import wire
-from localmem.resident.server import answers
+from localmem.resident.listen import answers
 
 CASES = (
     "help",

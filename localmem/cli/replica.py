@@ -16,7 +16,7 @@ from localmem.cli.common import Subparsers, interrupts, print_json
 from localmem.cli.secure import stop_daemon
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.storage.copies import replica, restore
+from localmem.storage.copies import replica, restore, rolling
 from localmem.storage.engine import checkpoints, keys
 
 
@@ -104,8 +104,6 @@ def restore_target(args: argparse.Namespace, settings: Settings) -> tuple[str, P
 
 
 def _latest(store: Path) -> str:
-    from localmem.storage.copies import rolling  # lazy: only restore --latest reads the backups folder
-
     newest = rolling.latest(store)
     if newest is None:
         raise InputError("no rolling backup of this store yet (`localmem backups` lists them)", path=str(store))

@@ -43,7 +43,7 @@ import apsw
 
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import client, local, quick, recall, unix, wire
+from localmem.resident import listen, local, quick, recall, unix, wire
 from localmem.storage.engine import keys
 from localmem.storage.layers.recalls import RecallWrite
 from localmem.storage.write.store import Store
@@ -118,7 +118,7 @@ class ResidentServer:
         path = wire.socket_path(self.store.path)
         if path is None or str(self.store.path) == ":memory:":
             return False
-        bound = self._open(path)
+        bound = listen.open_socket(path, ACCEPT_S)
         if isinstance(bound, str):
             if bound:
                 log.warning("resident socket not served: %s", bound)
@@ -129,30 +129,6 @@ class ResidentServer:
         log.info("resident socket %s", path)
         return True
 
-    def _open(self, path: Path) -> tuple[socket.socket, int] | str:
-        """A socket listening at ``path`` and the file's inode, made as the module docstring
-        says (bound under ``unix.bind_name``: as long as ``path``, so it fits wherever
-        ``path`` does); else why not ('' when another live process serves it)."""
-        problem = unix.folder_problem(path.parent, create=True)
-        if problem is not None:
-            return f"{problem} (the socket's folder must be this user's, mode 700)"
-        if answers(path):
-            log.debug("resident socket %s is served by another process", path)
-            return ""
-        tmp = Path(unix.bind_name(path))
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(str(tmp))
-            os.chmod(tmp, 0o600)
-            sock.listen(16)
-            sock.settimeout(ACCEPT_S)
-            os.replace(tmp, path)
-            return sock, os.lstat(path).st_ino
-        except OSError as exc:
-            sock.close()
-            tmp.unlink(missing_ok=True)
-            return f"{path}: {exc}"
-
     def _keep_path(self) -> None:
         """Bind the socket again when its file is gone (a ``/tmp`` cleaner or a person removed
         it, or its folder): callers find a server by the path, never by this open socket.
@@ -162,7 +138,7 @@ class ResidentServer:
         with self._guard:
             if self._stop.is_set():
                 return
-            bound = self._open(self.path)
+            bound = listen.open_socket(self.path, ACCEPT_S)
             if isinstance(bound, str):
                 if bound and bound != self._lost:
                     log.warning("resident socket not served again: %s", bound)
@@ -422,8 +398,3 @@ def printed(plan: wire.Plan, ctx: dict[str, Any] | None) -> dict[str, Any]:
     """The reply to a ``cli`` request: what the command prints, and its exit code."""
     stdout, stderr, code = plan.render(ctx)
     return {"ok": True, "stdout": stdout, "stderr": stderr, "code": code}
-
-
-def answers(path: Path) -> bool:
-    """Whether a process accepts connections on the socket at ``path``."""
-    return client.answers(path)

@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 
 from localmem.hooks import status
 from localmem.resident import wire
-from localmem.resident.server import answers
+from localmem.resident.listen import answers
 from tests.helpers.fastentry import Q, Run, ingest, run
 
 pytestmark = pytest.mark.anyio

@@ -12,11 +12,10 @@ Invariants:
 - content is identified by a hash, so writing the same turns again writes nothing
   (no journal row either);
 - model calls (embedding) happen before the transaction opens, never inside it;
-- vectors of two embedding models are never mixed: the model id, dimension and spec
-  are recorded on first use; opening with another embedder raises ``EmbedderMismatch``
-  (or, with ``follow``, loads the recorded one), and every read snapshot and every write
-  of vectors checks the record again, since ``reembed`` may switch it meanwhile
-  (``write/binding``).
+- vectors of two embedding models are never mixed: model id, dimension and spec are
+  recorded on first use; another embedder raises ``EmbedderMismatch`` (``follow``: loads
+  the recorded one); each read snapshot and vector write checks again (``write/binding``);
+- a store replaced under this process is never checkpointed into (``engine.identity``).
 """
 
 from __future__ import annotations
@@ -75,8 +74,6 @@ class Store:
         self.conn = db.connect(path)
         db.migrate(self.conn)
         identity.stamp(self.conn)
-        # what this file is now: a process that finds another one at the path (replaced,
-        # in place or by rename) stops serving it and never checkpoints into it
         self._file = identity.capture(self.conn, self.path)
         if embedder is None:
             embedder = OnnxMiniLM()
@@ -129,12 +126,9 @@ class Store:
         return self.settings.retrieval
 
     def close(self) -> None:
-        """Close the connection; a store replaced under it closes without a checkpoint
-        (``engine.identity``), so nothing of this process's reaches the new file."""
         identity.close(self.conn, self._file)
 
-    def replaced(self) -> str | None:
-        """Why the file at this store's path is no longer the one opened, or None."""
+    def replaced(self) -> str | None:  # why the file at the path is no longer the one opened
         return identity.replaced(self._file)
 
     def __enter__(self) -> Store:
@@ -401,7 +395,6 @@ class Store:
             "topics": one("SELECT count(*) FROM topics WHERE kind = 'session'"),
             "themes": one("SELECT count(*) FROM topics WHERE kind = 'theme'"),
             "jobs_pending": one("SELECT count(*) FROM jobs WHERE state = 'pending'"),
-            "first_turn": self.conn.one("SELECT min(ts) FROM turns")[0],
-            "last_turn": self.conn.one("SELECT max(ts) FROM turns")[0],
+            **dict(zip(("first_turn", "last_turn"), self.conn.one("SELECT min(ts), max(ts) FROM turns"), strict=True)),
             "bytes": size + (wal.stat().st_size if wal.is_file() else 0),
         }
