@@ -13,7 +13,7 @@ A round, on a fresh store, each step a real process:
    (a restore refuses a hand-started server), ``localmem restore BACKUP --force`` with the
    daemon running, a query that must not see the turns written after the backup, and
    turns written after the restore;
-6. kill -9 of one of the daemon, the MCP server or a neighbour mid-open (seeded choice), the
+6. kill -9 of one of the daemon, the MCP server or a neighbour mid-open (each in turn), the
    rest stopped; then the file is checked alone.
 
 A turn is acknowledged when its writer said so (``remember`` returned ids, ``ingest``
@@ -29,6 +29,7 @@ Stops by itself; touches only its working folder and a socket of this user.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -47,6 +48,7 @@ from localmem.storage.bench import reads
 
 PROTOCOL = "2025-06-18"
 SHELL = shutil.which("sqlite3")
+VICTIMS = ("none", "daemon", "neighbour", "mcp")  # what round r kills -9: each in turn, with and without a restore
 PY_NEIGHBOUR = (
     "import sqlite3, sys\n"
     "c = sqlite3.connect(sys.argv[1], timeout=10)\n"
@@ -198,7 +200,7 @@ class Round:
 
     # -- the round -------------------------------------------------------------------
     def play(self) -> dict[str, Any]:
-        victim = self.rng.choice(["daemon", "mcp", "neighbour", "none"])
+        victim = VICTIMS[self.r % len(VICTIMS)]
         try:
             self.ingest(3)
             self.start_daemon()
@@ -233,7 +235,10 @@ class Round:
         self.mcp = None
         done = self.run(self.cmd("restore", str(backup), "--force"))
         if done.returncode != 0:
-            self.notes.append("restore refused the plain backup: copied over the store, -wal and -shm removed")
+            self.notes.append(
+                f"restore refused ({_last(done.stderr)}; open in: {_holders(self.db)}): "
+                "copied over the store, -wal and -shm removed"
+            )
             shutil.copyfile(backup, self.db)  # what older versions' `backup --help` told a person to do
             for side in ("-wal", "-shm"):
                 Path(f"{self.db}{side}").unlink(missing_ok=True)
@@ -272,6 +277,18 @@ class Round:
 def _send(pipe: IO[bytes], msg: dict[str, Any]) -> None:
     pipe.write((json.dumps(msg) + "\n").encode())
     pipe.flush()
+
+
+def _holders(db: Path) -> list[str]:
+    """The processes (Linux) with the store open: the command lines of their first words."""
+    real, found = os.path.realpath(db), []
+    for proc in Path("/proc").iterdir():
+        try:
+            if any(os.path.realpath(fd) == real for fd in (proc / "fd").iterdir()):
+                found.append(" ".join((proc / "cmdline").read_text().split("\0")[:8]))
+        except OSError:
+            continue
+    return found
 
 
 def _last(text: str) -> str:

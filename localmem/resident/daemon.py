@@ -165,7 +165,14 @@ def stop_for(db: Path, timeout: float = 15.0) -> int | None:
         os.kill(pid, signal.SIGTERM)
     except OSError:
         return None
-    return pid if lock_freed(path.with_suffix(".lock"), timeout) else None
+    deadline = time.monotonic() + timeout
+    if not lock_freed(path.with_suffix(".lock"), timeout):
+        return None
+    # one started by hand (``serve --idle-exit`` without the starter's lock) still closes its
+    # store after the lock is free: the caller needs the store alone, so wait for the process
+    while any(_argv(pid)) and time.monotonic() < deadline:  # a zombie shows an empty command line
+        time.sleep(0.02)
+    return None if any(_argv(pid)) else pid
 
 
 def lock_freed(lock: Path, timeout: float) -> bool:
