@@ -26,6 +26,7 @@ from typing import Any
 from localmem.config import Settings
 from localmem.errors import InputError
 from localmem.storage.engine.keys import KEY_FILE_ENV
+from localmem.util import private
 
 CLIENTS = ("claude-desktop", "vscode", "cursor")
 SERVER_NAME = "localmem"
@@ -136,6 +137,6 @@ def install(
         section.update(servers)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    private.write_file(tmp, json.dumps(data, indent=2) + "\n")  # 600: it names the store (and a key file)
     os.replace(tmp, target)
     return target, backup

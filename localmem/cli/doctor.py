@@ -58,6 +58,7 @@ from localmem.storage.engine.keys import (
 from localmem.storage.reads import views
 from localmem.sync.keys import load_keyring
 from localmem.sync.run import health as sync_health
+from localmem.util import private
 from mcp_server import clientconfig
 
 IMPORT_TIMEOUT_S = 60
@@ -199,7 +200,16 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
     checks.append(_check("resident", functools.partial(resident, settings.db)))  # a daemon: its pid
     checks.append(_check("backups", functools.partial(backups, settings)))
+    checks.append(_check("private", functools.partial(private_store, settings.db)))
     return checks
+
+
+def private_store(db: Path) -> str:
+    """A warning, with the one-line fix, when other users can read the store (``util.private``)."""
+    ok, line = private.store_privacy(db)
+    if not ok:
+        raise Warn(line)
+    return line
 
 
 def backups(settings: Settings) -> str:

@@ -2,8 +2,9 @@
 
 The output is what ``localmem ingest`` reads back (format ``localmem``, detected); see
 ``localmem.ingest.export``. With ``--out`` the file appears only once it is complete
-(written beside it, then renamed). A reader that stops early (``| head``) ends the
-export quietly. Refuses to create a database that does not exist.
+(written beside it, mode 600 whatever the umask, then renamed). A reader that stops
+early (``| head``) ends the export quietly. Refuses to create a database that does not
+exist.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from localmem.errors import InputError
 from localmem.ingest.export import ExportReport, export
 from localmem.storage.copies import age
 from localmem.storage.engine.db import Conn
+from localmem.util import private
 
 
 def add_export(sub: Subparsers) -> None:
@@ -88,7 +90,7 @@ def _encrypted(conn: Conn, out: Path | None, recips: list[Any], session: str | N
 def _to_file(conn: Conn, out: Path, session: str | None, since: str | None) -> ExportReport:
     tmp = out.with_name(f".{out.name}.part")
     try:
-        with tmp.open("wb") as fh:
+        with private.open_private(tmp, "wb") as fh:  # 600 whatever the umask: the export is the memory in plaintext
             report = export(conn, fh, session=session, since=since)
         os.replace(tmp, out)
     except OSError as exc:

@@ -37,6 +37,7 @@ from typing import Any
 from localmem.errors import InputError
 from localmem.hooks.events import CLIENT_EVENTS, CLIENTS
 from localmem.ingest.capture import agent_home
+from localmem.util import private
 
 TIMEOUTS = {"session-start": 10, "prompt": 5, "stop": 60, "pre-compact": 60, "session-end": 60}
 MARK = "localmem.hooks"  # with "--client <client>": how our commands are known
@@ -103,7 +104,7 @@ def _write(path: Path, data: dict[str, Any]) -> Path | None:
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    private.write_file(tmp, json.dumps(data, indent=2) + "\n")  # 600, as every file localmem writes
     os.replace(tmp, path)
     return backup
 

@@ -14,7 +14,8 @@ Failure kinds: ``store locked`` (another process held the write lock too long), 
 full``, ``key missing`` (an encrypted store and no key, or a wrong one), ``timeout`` (the
 hook's deadline), ``read-only``, ``bad payload``, ``error`` (anything else, with its type).
 
-Standard library only.
+Standard library only (and ``util.private``, imported when the file is made). The file is
+mode 600 whatever the umask: its messages name paths.
 """
 
 from __future__ import annotations
@@ -62,12 +63,14 @@ def read(db: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def create(db: str | os.PathLike[str]) -> str:
-    """Make the file at its full size (so later records need no new space); keeps it if it
-    exists. Its path."""
+    """Make the file at its full size (so later records need no new space), mode 600 in a
+    folder made 700 (``util.private``); keeps it if it exists. Its path."""
+    from localmem.util import private  # not on the fast path: the file exists once hooks are installed
+
     p = path_for(db)
     if not os.path.exists(p):
-        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
-        with open(p, "xb") as fh:
+        private.make_private_dir(os.path.dirname(p) or ".")
+        with private.open_private(p, "xb") as fh:
             fh.write(_padded(empty()))
     return p
 

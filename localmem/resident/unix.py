@@ -247,7 +247,9 @@ def folder_problem(folder: str | os.PathLike[str], *, create: bool) -> str | Non
     its owner, whoever made it, could point it elsewhere between a check and a connect."""
     try:
         if create:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
+            from localmem.util import private  # off the fast path, which never creates
+
+            private.make_private_dir(folder)  # its missing parents too (the data folder): 700
         st = os.lstat(folder)
     except OSError as exc:
         return f"{os.fspath(folder)}: {exc.strerror or exc}"

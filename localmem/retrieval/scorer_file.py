@@ -32,7 +32,7 @@ from typing import Any
 from localmem.errors import ConfigError
 from localmem.models.embedding import Embedder
 from localmem.retrieval.scorer import DEFAULT_WEIGHTS, FEATURES, Weights
-from localmem.util import jsonfile
+from localmem.util import jsonfile, private
 
 FORMAT = "localmem-scorer/1"
 SCORER_NAME = "scorer.json"
@@ -109,7 +109,7 @@ def write_weights(path: Path, weights: Weights, model_id: str, fitted: dict[str,
         "fitted": fitted,
     }
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
+    private.write_file(tmp, json.dumps(doc, indent=1) + "\n")  # 600, as every file localmem makes
     try:
         read_weights(tmp, model_id)  # never install a file that reads would refuse
     except ConfigError:

@@ -15,7 +15,9 @@ Invariants:
   on its own segments when what they must hold changed (a key change, a forget);
 - a device writes only into its own folder; the files it removes there are its own
   temporary files (a kill mid-write) and segments it wrote again under new numbers,
-  never another device's, never a sync tool's copy.
+  never another device's, never a sync tool's copy;
+- what this device makes is private: a device folder made here is 700, a segment 600,
+  whatever the umask (``util.private``); the sync root is the user's, left as it is.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localmem.sync.errors import SyncError
+from localmem.util import private
 
 SEGMENT_NAME = re.compile(r"^(\d{8})(\.seg|[ .].*\.seg)$")
 _TMP = re.compile(r"^\.(\d{8})\.seg\.tmp-\d+$")
@@ -66,12 +69,12 @@ def put(folder: Path, n: int, data: bytes, *, replace: bool = False) -> Path:
     """Write ``data`` as segment ``n`` into ``folder`` atomically (temp name, fsync,
     rename, fsync the folder); refuses to replace an existing segment unless ``replace``
     (this device rewriting its own, after a key change or a forget)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private.make_private_dir(folder)  # a device folder made here is 700; the sync root is the user's
     final = folder / segment_name(n)
     if final.exists() and not replace:
         raise SegmentExists(f"{final} exists already; segments are never rewritten")
     tmp = folder / f".{n:08d}.seg.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = private.create(tmp)  # 600 whatever the umask (a leftover tmp of another mode included)
     try:
         view = memoryview(data)
         while view:

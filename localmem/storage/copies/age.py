@@ -28,6 +28,7 @@ import apsw
 from localmem.errors import ConfigError, InputError, LocalmemError
 from localmem.storage.copies import backup
 from localmem.storage.engine import db, keys
+from localmem.util import private
 
 IDENTITY_ENV = keys.AGE_IDENTITY_ENV
 MAGIC = b"age-encryption.org/v1\n"
@@ -129,7 +130,7 @@ def encrypted_file(dest: Path, recips: list[Any]) -> Iterator[IO[bytes]]:
     """``encrypting`` into ``dest``, which appears only once complete (written beside it, renamed)."""
     tmp = dest.with_name(f".{dest.name}.part")
     try:
-        with tmp.open("wb") as fh:
+        with private.open_private(tmp, "wb") as fh:  # 600 whatever the umask, as every file localmem makes
             with encrypting(fh, recips) as plain:
                 yield plain
             fh.flush()

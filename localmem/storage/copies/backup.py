@@ -8,7 +8,8 @@ over it only once complete and checked (``PRAGMA integrity_check``), so a destin
 path never holds a half-written backup; an existing destination is replaced only when
 asked (``force``). A backup that fails (a full or read-only destination) says so naming
 the destination and the cause (``faults``), and leaves nothing behind: the temporary
-file and its journal are removed. The backup of an encrypted store is encrypted with the
+file and its journal are removed. The copy is mode 600 from its creation on, whatever the
+umask (``util.private``). The backup of an encrypted store is encrypted with the
 store's key (SQLite3MC copies between databases of one format only, and a plaintext copy
 would defeat the point).
 """
@@ -24,6 +25,7 @@ import apsw
 from localmem.errors import InputError, LocalmemError, NotFound, StoreReadOnly
 from localmem.storage.engine import db, faults, keys
 from localmem.storage.engine.retry import Patience, retry_locked
+from localmem.util import private
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
             out.close()
         for leftover in (Path(f"{dest}-wal"), Path(f"{dest}-shm")):  # of a replaced database
             leftover.unlink(missing_ok=True)
+        private.restrict(tmp)  # made 600 by ``copy``; a leftover of a killed run with this pid may not be
         os.replace(tmp, dest)
     except BaseException:
         for part in (tmp, *(Path(f"{tmp}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
@@ -89,6 +92,7 @@ def copy(
     with ``key``, the source's, when it is encrypted); a failure to write it is a named
     error about ``dest`` (the file the user asked for)."""
     named = dest or tmp
+    private.reserve(tmp)  # 600 before SQLite fills it (and its journal takes that mode), whatever the umask
 
     def step() -> None:
         out = apsw.Connection(str(tmp))

@@ -42,6 +42,7 @@ from localmem.errors import ConfigError, LocalmemError
 from localmem.storage.copies import backup
 from localmem.storage.engine import checkpoints as replica_live
 from localmem.storage.engine import keys
+from localmem.util import private
 
 SCHEMES = ("file", "sftp", "s3")
 SNAPSHOT_PREFIX = "localmem-snapshot-"
@@ -104,8 +105,8 @@ def config_text(db: Path, url: str, *, sync_interval: str = SYNC_INTERVAL, log_l
 def write_config(
     db: Path, url: str, folder: Path, *, sync_interval: str = SYNC_INTERVAL, log_level: str | None = None
 ) -> Path:
-    """The config file, mode 600 (an SFTP URL may carry a password)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """The config file, mode 600 (an SFTP URL may carry a password), in a folder made 700."""
+    private.make_private_dir(folder)
     path = folder / "litestream.yml"
     tmp = path.with_name(path.name + ".part")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -187,7 +188,7 @@ def snapshots(folder: Path) -> list[Snapshot]:
 def take_snapshot(db: Path, folder: Path, *, keep: int) -> Path:
     """One snapshot of ``db`` into ``folder`` (checked, then renamed into place; encrypted
     with the store's key when the store is); the oldest beyond ``keep`` are removed."""
-    folder.mkdir(parents=True, exist_ok=True)
+    private.make_private_dir(folder)  # 700 when made here; the backup itself is 600
     dest = folder / snapshot_name(datetime.now(UTC))
     backup.backup(db, dest)
     for old in snapshots(folder)[:-keep]:

@@ -25,6 +25,7 @@ from localmem.storage.copies.convert import hold_alone, litestream_state
 from localmem.storage.copies.replica import check_url, file_dir, litestream_binary, shown, snapshots
 from localmem.storage.engine import checkpoints as replica_live
 from localmem.storage.engine import keys
+from localmem.util import private
 
 
 def restore(
@@ -71,6 +72,7 @@ def _restore(url: str, out: Path, source_file: Path | None, timestamp: str | Non
             chosen = [s for s in found if when is None or s.at <= when]
             if not chosen:
                 raise NotFound(f"no snapshot in {folder} at or before {timestamp}")
+            private.reserve(tmp)  # 600 whatever the umask; copyfile keeps the mode of the file it empties
             shutil.copyfile(chosen[-1].path, tmp)
             source = str(chosen[-1].path)
         else:
@@ -118,6 +120,7 @@ def _litestream_restore(url: str, tmp: Path, *, when: datetime | None = None, tx
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise NotFound(f"litestream restore from {shown(url)} failed: {last}")
+    private.restrict(tmp)  # Litestream made it with its own mode (the umask's); ours are 600
 
 
 def _transactions(url: str, when: datetime | None) -> list[tuple[int, str]]:
@@ -194,7 +197,7 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
         )
     fd, plain = agecrypt.decrypt_to_memory(source, agecrypt.identities())
     try:
-        with open(plain, "rb") as src, tmp.open("wb") as dst:
+        with open(plain, "rb") as src, private.open_private(tmp, "wb") as dst:  # 600 whatever the umask
             shutil.copyfileobj(src, dst, 1 << 20)
             dst.flush()
             os.fsync(dst.fileno())

@@ -30,6 +30,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from localmem.util import private
+
 DEFAULT_AUTOCHECKPOINT = 1000  # SQLite's SQLITE_DEFAULT_WAL_AUTOCHECKPOINT, in pages
 
 
@@ -40,7 +42,7 @@ def marker(db: Path) -> Path:
 def announce(db: Path, pid: int) -> None:
     path = marker(db)
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(f"{pid}\n", "utf-8")
+    private.write_file(tmp, f"{pid}\n")  # 600, as every file localmem makes
     os.replace(tmp, path)
 
 

@@ -161,12 +161,19 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     """A connection to the database ``path`` (made if missing, unless ``readonly``). A
     file whose folder cannot be written opens read-only (``faults.readonly_uri``), so it
     still serves reads; SQLite's failures to open are named errors (``faults``)."""
+    from localmem.util import private  # beside its one use in this module
+
     target = str(path)
     # A URI ("file:/x.db?mode=ro") names an existing file: taking it as a path made a folder
     # called "file:" in the working directory.
     if target != ":memory:" and not target.startswith("file:"):
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        private.make_private_dir(Path(target).parent)  # 700 when made here; an existing one is left as it is
         partials.clear_stale(target)  # a killed encrypt/decrypt's copy: never left for long
+        if not readonly:
+            # A new store is made 600 before SQLite opens it: its -wal/-shm/-journal take the
+            # db file's mode, whatever the umask. Only a missing file is opened (O_EXCL), never
+            # an existing store: closing a descriptor would drop this process's SQLite locks.
+            private.reserve(target)
     with faults.faults(target):
         try:
             return _open(target, readonly=readonly, path=target)
