@@ -97,7 +97,7 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command(
         "restore",
-        "rebuild a store from a replica (Litestream or encrypted snapshots), optionally as of a time",
+        "put a backup back: a backup file, the newest rolling backup, an age backup or a replica",
         "replica",
         "add_restore",
     ),

@@ -101,11 +101,11 @@ def test_an_encrypted_store_and_its_backup(lm: Lm, tmp_path: Path) -> None:
     assert b"pier nine" not in db.read_bytes()  # still encrypted
 
 
-@pytest.mark.parametrize("bad", ["junk", "missing", "empty"])
+@pytest.mark.parametrize("bad", ["junk", "missing", "empty", "itself"])
 def test_a_bad_source_is_named_and_the_store_stays(lm: Lm, tmp_path: Path, bad: str) -> None:
     cli, db = lm, lm.db
     lm.ingest("s", "The kettle is on the left shelf.")
-    src = tmp_path / f"{bad}.db"
+    src = db if bad == "itself" else tmp_path / f"{bad}.db"
     if bad == "junk":
         src.write_bytes(b"not a database at all\n" * 100)
     elif bad == "empty":

@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound, StoreReadOnly
-from localmem.storage.engine import db, faults, keys
+from localmem.storage.engine import db, faults, identity, keys
 from localmem.storage.engine.retry import Patience, retry_locked
 from localmem.util import private
 
@@ -102,6 +102,10 @@ def copy(
             # the step's error is the destination's (apsw's words are the source's: "not an error")
             with faults.faults(named, out), out.backup("main", src, "main") as b:
                 b.step(-1)  # every page at once: one read transaction, one consistent snapshot
+            with faults.faults(named, out):
+                # a copy is another store: copied back over a live store by hand, its own
+                # header stamp shows the holders of that store it is not theirs (engine.identity)
+                out.execute(f"PRAGMA application_id = {identity.new_nonce()}")
         finally:
             out.close()
 

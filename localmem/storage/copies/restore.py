@@ -1,10 +1,11 @@
 """Restoring a store from a replica: Litestream's (newest, or as of a time) or encrypted
-snapshots, or an age-encrypted backup file.
+snapshots, a backup file (``localmem backup``'s, a rolling backup), or an age-encrypted one.
 
 Invariants: nothing is put at PATH before it passes ``integrity_check``; a Litestream restore
 whose newest state fails the check is, with ``fallback``, replaced by the newest earlier
 transaction that passes (and the result says so); a damaged file is kept aside, never
-installed; PATH is left as it was on any failure.
+installed; PATH is left as it was on any failure; a store that is replaced is first copied
+beside it (``.NAME.before-restore-<time>``) and the result says what it held.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import apsw
 
 from localmem.errors import InputError, LocalmemError, NotFound
 from localmem.storage.copies import age as agecrypt
+from localmem.storage.copies.backup import copy
 from localmem.storage.copies.convert import hold_alone, litestream_state
 from localmem.storage.copies.replica import check_url, file_dir, litestream_binary, shown, snapshots
 from localmem.storage.engine import checkpoints as replica_live
@@ -39,6 +43,10 @@ def restore(
     ``force`` replaces an existing ``out`` only while no other process has it open and
     Litestream does not replicate it (held exclusively until the new file is in place)."""
     source_file = Path(url) if "://" not in url and Path(url).is_file() else None
+    if source_file is not None and out.exists() and os.path.samefile(source_file, out):
+        raise InputError("is the store itself: give a backup of it", path=str(source_file))
+    if source_file is None and "://" not in url:
+        raise InputError("no such backup file (a replica is a URL: file:///…, sftp://…, s3://…)", path=url)
     if source_file is None:
         check_url(url)
     if out.exists() and not force:
@@ -47,23 +55,29 @@ def restore(
         raise InputError("its folder does not exist", path=str(out))
     held = hold_alone(out) if out.exists() else None
     try:
-        result = _restore(url, out, source_file, timestamp, fallback)
+        kept: list[dict[str, object]] = []  # filled just before the new store goes in (``_install``)
+        before = (lambda: kept.append(_keep_aside(out, held))) if out.exists() else (lambda: None)
+        result = _restore(url, out, source_file, timestamp, fallback, before)
     finally:
         if held is not None:
             held.close()
+    if kept:
+        result["replaced"] = kept[0]
     # a replica's position in the file replaced means nothing now: it starts afresh
     shutil.rmtree(litestream_state(out), ignore_errors=True)
     replica_live.release(out)
     return result
 
 
-def _restore(url: str, out: Path, source_file: Path | None, timestamp: str | None, fallback: bool) -> dict[str, object]:
+def _restore(
+    url: str, out: Path, source_file: Path | None, timestamp: str | None, fallback: bool, before: Callable[[], None]
+) -> dict[str, object]:
     when = _parse_time(timestamp) if timestamp else None
     tmp = out.with_name(f".{out.name}.restore-partial")
     aside = out.with_name(f".{out.name}.restore-damaged")  # where a damaged restore is kept
     fell_back: dict[str, object] | None = None
     if source_file is not None:
-        return _restore_file(source_file, out, tmp)
+        return _restore_file(source_file, out, tmp, before)
     _remove(tmp)
     folder = file_dir(url) if urlparse(url).scheme == "file" else None
     found = snapshots(folder) if folder is not None and folder.is_dir() else []
@@ -84,8 +98,7 @@ def _restore(url: str, out: Path, source_file: Path | None, timestamp: str | Non
             if found or not fallback:
                 raise
             turns, fell_back = _fall_back(url, tmp, aside, when, exc)
-        _remove(out, sidecars_only=True)
-        os.replace(tmp, out)
+        _install(tmp, out, before)
     except _Damaged as exc:
         # Litestream 0.5.x can restore a file that fails integrity_check (its issues
         # #1164, #1309): never installed; kept aside for a look, the store left as it was.
@@ -188,13 +201,32 @@ def _fall_back(
     }
 
 
-def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
-    """A store from a backup file: an age-encrypted one (``backup --encrypt-to``) is decrypted
-    in memory first; the result is what the backup held (encrypted if the store was)."""
+def _keep_aside(out: Path, held: apsw.Connection | None) -> dict[str, object]:
+    """A copy of the store a restore is about to replace, beside it
+    (``.NAME.before-restore-<UTC time>``, 0600): through SQLite from the exclusive hold when
+    the store opens (the key kept), else the bytes as they are (a damaged store, which no
+    connection of this process holds). What it held, and where, for the restore's report."""
+    aside = out.with_name(f".{out.name}.before-restore-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
+    if held is not None:
+        key = keys.resolve_key(out) if keys.is_encrypted(out) else None
+        copy(held, aside, None, key=key)
+        counts: list[Any] = held.execute(
+            "SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)"
+        ).fetchall()
+        turns, sessions = (int(counts[0][0]), int(counts[0][1])) if counts else (0, 0)
+        return {"kept_at": str(aside), "turns": turns, "sessions": sessions}
+    private.reserve(aside)
+    shutil.copyfile(out, aside)  # not a database SQLite opens: nothing of this process holds it
+    return {"kept_at": str(aside), "turns": None, "sessions": None, "damaged": True}
+
+
+def _restore_file(source: Path, out: Path, tmp: Path, before: Callable[[], None]) -> dict[str, object]:
+    """A store from a backup file: a store file as ``localmem backup`` writes it (plaintext,
+    or encrypted with the store's key), copied through SQLite's backup API; or an
+    age-encrypted one (``backup --encrypt-to``), decrypted in memory first. The result is
+    what the backup held (encrypted if the store was)."""
     if not agecrypt.is_age(source):
-        raise InputError(
-            "is not a replica URL nor an age-encrypted backup (a plain backup is a store already)", path=str(source)
-        )
+        return _restore_store_file(source, out, tmp, before)
     fd, plain = agecrypt.decrypt_to_memory(source, agecrypt.identities())
     try:
         with open(plain, "rb") as src, private.open_private(tmp, "wb") as dst:  # 600 whatever the umask
@@ -202,8 +234,7 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
             dst.flush()
             os.fsync(dst.fileno())
         turns = _check(tmp)
-        _remove(out, sidecars_only=True)
-        os.replace(tmp, out)
+        _install(tmp, out, before)
     except _Damaged as exc:
         tmp.unlink(missing_ok=True)  # the backup file itself is the copy kept
         raise LocalmemError(f"the store in {source} failed its integrity check ({exc}); it was not installed") from None
@@ -213,6 +244,51 @@ def _restore_file(source: Path, out: Path, tmp: Path) -> dict[str, object]:
     finally:
         os.close(fd)
     return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _restore_store_file(source: Path, out: Path, tmp: Path, before: Callable[[], None]) -> dict[str, object]:
+    state = keys.file_state(source)
+    if state == "new":
+        raise InputError("is empty: not a backup", path=str(source))
+    try:
+        # read-write when it may: a backup's header says WAL, and a read-only reader would
+        # leave a -wal and -shm beside it that only a writer's close removes
+        src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.Error:
+        try:
+            src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.Error as exc:
+            raise InputError(f"cannot open: {exc}", path=str(source)) from exc
+    try:
+        try:
+            encrypted = keys.unlock(src, source)  # its key: the store's own sources (--key-file, LOCALMEM_KEY)
+            src.execute("SELECT count(*) FROM turns").fetchall()
+        except (apsw.NotADBError, apsw.SQLError) as exc:
+            raise InputError(
+                "is neither a replica URL, an age-encrypted backup nor a localmem store (a `localmem backup` file)",
+                path=str(source),
+            ) from exc
+        _remove(tmp)
+        copy(src, tmp, None, key=keys.resolve_key(source) if encrypted else None)
+    finally:
+        src.close()
+    try:
+        turns = _check(tmp)
+        _install(tmp, out, before)
+    except _Damaged as exc:
+        _remove(tmp)
+        raise LocalmemError(f"the store in {source} failed its integrity check ({exc}); it was not installed") from None
+    except BaseException:
+        _remove(tmp)
+        raise
+    return {"path": str(out), "from": str(source), "turns": turns, "encrypted": keys.is_encrypted(out)}
+
+
+def _install(tmp: Path, out: Path, before: Callable[[], None]) -> None:
+    """Put the checked copy ``tmp`` at ``out`` (``before``: keeps the store it replaces)."""
+    before()
+    _remove(out, sidecars_only=True)
+    os.replace(tmp, out)
 
 
 def _remove(path: Path, *, sidecars_only: bool = False) -> None:
