@@ -7,6 +7,7 @@ is done by `localmem restore`, not the copy older versions documented."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,5 @@ def test_two_rounds_lose_nothing(tmp_path: Path) -> None:
     assert [r["killed"] for r in result["rounds"]] == ["none", "daemon"]
     assert all(r["errors"] == [] for r in result["rounds"]), result["rounds"]
     assert "| all |" in done.stdout
+    if os.environ.get("CI"):  # .ci/run installs Debian's sqlite3: the shell neighbour must have run
+        assert result["shell"], "no sqlite3 shell on PATH"
