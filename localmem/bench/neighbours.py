@@ -9,9 +9,9 @@ A round, on a fresh store, each step a real process:
    ``sqlite3`` shell (a table of their own, as DB Browser or Datasette users make);
 4. more turns through the MCP server's ``remember`` and ``localmem ingest``, more queries,
    the neighbours again;
-5. in a restore round: a ``localmem backup``, turns written after it, the MCP server closed
-   (a restore refuses a hand-started server), ``localmem restore BACKUP --force`` with the
-   daemon running, a query that must not see the turns written after the backup, and
+5. in a restore round: a backup (in turn a ``localmem backup`` file, an age-encrypted one, a
+   Litestream replica), turns written after it, the MCP server closed (a restore refuses a
+   hand-started server), ``localmem restore … --force`` with the daemon running, a query that must not see the turns written after the backup, and
    turns written after the restore;
 6. kill -9 of one of the daemon, the MCP server or a neighbour mid-open (each in turn), the
    rest stopped; then the file is checked alone.
@@ -48,7 +48,12 @@ from localmem.storage.bench import reads
 
 PROTOCOL = "2025-06-18"
 SHELL = shutil.which("sqlite3")
-VICTIMS = ("none", "daemon", "neighbour", "mcp")  # what round r kills -9: each in turn, with and without a restore
+VICTIMS = ("none", "daemon", "neighbour", "mcp")
+RESTORES = (
+    "plain",
+    "age",
+    "replica",
+)  # the kind of backup restore rounds put back, in turn  # what round r kills -9: each in turn, with and without a restore
 PY_NEIGHBOUR = (
     "import sqlite3, sys\n"
     "c = sqlite3.connect(sys.argv[1], timeout=10)\n"
@@ -63,7 +68,7 @@ PY_NEIGHBOUR = (
 class Round:
     """One round's processes, its acknowledged and rolled-back texts, and its findings."""
 
-    def __init__(self, work: Path, r: int, rng: random.Random, code: Path | None, restore: bool) -> None:
+    def __init__(self, work: Path, r: int, rng: random.Random, code: Path | None, restore: str | None) -> None:
         self.dir = work / f"round-{r:03d}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.db = self.dir / "memory.db"
@@ -223,30 +228,61 @@ class Round:
         return self.check(victim)
 
     def restore_step(self) -> None:
-        backup = self.dir / "backup.db"
-        done = self.run(self.cmd("backup", str(backup)))
-        if done.returncode != 0:
-            self.errors.append(f"backup exit {done.returncode}: {_last(done.stderr)}")
+        """A backup of the kind this round's turn names (``RESTORES``), turns after it, then
+        ``localmem restore`` of it with the daemon running."""
+        kind = self.restore or "plain"
+        taken = self.take_backup(kind)
+        if taken is None:
             return
+        source, restore_args = taken
         kept = set(self.acked)
         later = self.ingest(3)
         self.remember(2)
         self.stop(self.mcp, kill=False)  # a restore refuses a server someone started
         self.mcp = None
-        done = self.run(self.cmd("restore", str(backup), "--force"))
+        done = self.run(self.cmd(*restore_args))
         if done.returncode != 0:
-            self.notes.append(
-                f"restore refused ({_last(done.stderr)}; open in: {_holders(self.db)}): "
-                "copied over the store, -wal and -shm removed"
-            )
-            shutil.copyfile(backup, self.db)  # what older versions' `backup --help` told a person to do
-            for side in ("-wal", "-shm"):
-                Path(f"{self.db}{side}").unlink(missing_ok=True)
+            self.notes.append(f"{kind} restore refused ({_last(done.stderr)}; open in: {_holders(self.db)})")
+            if kind == "plain":  # what older versions' `backup --help` told a person to do
+                self.notes.append("copied over the store, -wal and -shm removed")
+                shutil.copyfile(source, self.db)
+                for side in ("-wal", "-shm"):
+                    Path(f"{self.db}{side}").unlink(missing_ok=True)
+            else:
+                return  # nothing was rolled back: the round goes on with the store as it is
         self.rolled_back = (self.acked - kept) | set(later)
         self.acked = kept
         self.query()
         self.ingest(2)
         self.query()
+
+    def take_backup(self, kind: str) -> tuple[Path, list[str]] | None:
+        """The backup (or replica) of ``kind`` taken now, and the restore command line that
+        puts it back; None (and an error) when it could not be taken."""
+        if kind == "age":
+            import pyrage  # lazy: a default dependency, needed only by this kind
+
+            ident = pyrage.x25519.Identity.generate()
+            key = self.dir / "age.key"
+            key.write_text(str(ident) + "\n")
+            key.chmod(0o600)
+            source = self.dir / "backup.db.age"
+            args = ["backup", str(source), "--encrypt-to", str(ident.to_public())]
+            # --from URL PATH: the form older versions take too (--code)
+            restore = ["--age-identity", str(key), "restore", "--from", str(source), "--force", str(self.db)]
+        elif kind == "replica":
+            source = self.dir / "replica"
+            args = ["replicate", "--to", source.as_uri(), "--once"]
+            restore = ["restore", "--from", source.as_uri(), "--force", str(self.db)]
+        else:
+            source = self.dir / "backup.db"
+            args = ["backup", str(source)]
+            restore = ["restore", str(source), "--force"]
+        done = self.run(self.cmd(*args))
+        if done.returncode != 0:
+            self.errors.append(f"{kind} backup exit {done.returncode}: {_last(done.stderr)}")
+            return None
+        return source, restore
 
     def check(self, victim: str) -> dict[str, Any]:
         found: set[str] = set()
@@ -305,7 +341,10 @@ def run(
     with working_folder(workdir, "neighbours") as work:
         for r in range(rounds):
             t0 = time.monotonic()
-            res = Round(work, r, rng, code, restore=restore_every > 0 and r % restore_every == restore_every - 1).play()
+            kind = None
+            if restore_every > 0 and r % restore_every == restore_every - 1:
+                kind = RESTORES[(r // restore_every) % len(RESTORES)]
+            res = Round(work, r, rng, code, restore=kind).play()
             res["seconds"] = round(time.monotonic() - t0, 1)
             print(f"[bench neighbours] round {r}: {json.dumps(res)}", file=sys.stderr, flush=True)
             results.append(res)
@@ -331,7 +370,7 @@ def print_report(result: dict[str, Any]) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for r in result["rounds"]:
         print(
-            f"| {r['round']} | {'yes' if r['restore'] else 'no'} | {r['killed']} | {r['integrity'][:60]} | "
+            f"| {r['round']} | {r['restore'] or 'no'} | {r['killed']} | {r['integrity'][:60]} | "
             f"{r['acknowledged']} | {r['lost']} | {r['resurrected']} | {r['stale_answers']} | {len(r['errors'])} |"
         )
     print(

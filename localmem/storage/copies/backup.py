@@ -60,18 +60,7 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
     key = keys.resolve_key(source) if keys.is_encrypted(source) else None
     try:
         copy(src, tmp, patience, dest, key=key)
-        out = apsw.Connection(str(tmp))
-        try:
-            with faults.faults(dest, out):
-                if key is not None:
-                    keys.apply_key(out, key)
-                check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
-                if check != ["ok"]:
-                    raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
-                row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
-            turns, sessions = row if row is not None else (0, 0)
-        finally:
-            out.close()
+        turns, sessions = checked(tmp, key, dest)
         for leftover in (Path(f"{dest}-wal"), Path(f"{dest}-shm")):  # of a replaced database
             leftover.unlink(missing_ok=True)
         private.restrict(tmp)  # made 600 by ``copy``; a leftover of a killed run with this pid may not be
@@ -83,6 +72,23 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
     finally:
         src.close()
     return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
+
+
+def checked(tmp: Path, key: str | None, dest: Path) -> tuple[int, int]:
+    """The turns and sessions of the copy ``tmp`` (keyed with ``key``), once its
+    ``integrity_check`` says ok; a failure names ``dest``, the file asked for."""
+    out = apsw.Connection(str(tmp))
+    try:
+        with faults.faults(dest, out):
+            if key is not None:
+                keys.apply_key(out, key)
+            check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
+            if check != ["ok"]:
+                raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
+            row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
+    finally:
+        out.close()
+    return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
 
 def copy(

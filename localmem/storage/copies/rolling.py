@@ -42,8 +42,8 @@ import apsw
 import platformdirs
 
 from localmem.config.settings import APP, BackupsParams
-from localmem.errors import LocalmemError, NotFound
-from localmem.storage.copies.backup import copy
+from localmem.errors import NotFound
+from localmem.storage.copies.backup import checked, copy
 from localmem.storage.engine import faults, keys
 from localmem.storage.engine.retry import busy_timeout_ms
 
@@ -224,7 +224,7 @@ def take(store: Path, dest: Path) -> Backup:
     src, key = _source(store)
     try:
         copy(src, tmp, None, dest, key=key)  # the pages of one snapshot, the temporary file made 600
-        turns, sessions = _checked(tmp, key, dest)
+        turns, sessions = checked(tmp, key, dest)
         os.chmod(tmp, FILE_MODE)  # whatever mode SQLite made it with
         os.replace(tmp, dest)
     except BaseException:
@@ -268,22 +268,6 @@ def _source(store: Path) -> tuple[apsw.Connection, str | None]:
             conn.close()
             raise
         return conn, key
-
-
-def _checked(tmp: Path, key: str | None, dest: Path) -> tuple[int, int]:
-    """The copy's turns and sessions, once ``integrity_check`` says ok."""
-    out = apsw.Connection(str(tmp))
-    try:
-        with faults.faults(dest, out):
-            if key is not None:
-                keys.apply_key(out, key)
-            check = [str(r[0]) for r in out.execute("PRAGMA integrity_check")]
-            if check != ["ok"]:
-                raise LocalmemError(f"the backup failed its integrity check: {'; '.join(check[:5])}")
-            row = out.execute("SELECT (SELECT count(*) FROM turns), (SELECT count(*) FROM sessions)").fetchone()
-    finally:
-        out.close()
-    return (int(row[0]), int(row[1])) if row is not None else (0, 0)
 
 
 def _size(store: Path) -> int:
