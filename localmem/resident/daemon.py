@@ -156,8 +156,13 @@ def stop_for(db: Path, timeout: float = 15.0) -> int | None:
     daemon serves it (none, or another server, or an OS that does not show a process's
     command line: the caller's own check then names the process). Never an exception."""
     path = wire.socket_path(db)
-    if path is None or fcntl is None or not client.answers(path):
+    if path is None or fcntl is None:
         return None
+    deadline = time.monotonic() + timeout
+    while not client.answers(path):  # one still starting (its lock held, not listening yet) is waited for
+        if not _lock_held(path.with_suffix(".lock")) or time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
     pid = unix.peer_pid(str(path))
     if pid is None or pid == os.getpid() or _idle_exit(_argv(pid)) is None:
         return None
@@ -165,7 +170,6 @@ def stop_for(db: Path, timeout: float = 15.0) -> int | None:
         os.kill(pid, signal.SIGTERM)
     except OSError:
         return None
-    deadline = time.monotonic() + timeout
     if not lock_freed(path.with_suffix(".lock"), timeout):
         return None
     # one started by hand (``serve --idle-exit`` without the starter's lock) still closes its
@@ -173,6 +177,22 @@ def stop_for(db: Path, timeout: float = 15.0) -> int | None:
     while any(_argv(pid)) and time.monotonic() < deadline:  # a zombie shows an empty command line
         time.sleep(0.02)
     return None if any(_argv(pid)) else pid
+
+
+def _lock_held(lock: Path) -> bool:
+    """Whether a daemon holds its lock now (starting or serving); our own descriptor of the
+    lock file holds no lock, so closing it releases nothing of the daemon's (``flock``)."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def lock_freed(lock: Path, timeout: float) -> bool:

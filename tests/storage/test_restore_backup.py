@@ -78,8 +78,11 @@ def test_a_plain_backup_goes_back_with_a_daemon_running(lm: Lm, tmp_path: Path) 
     assert "The bike is in the red shed now." in texts(kept)  # ...and it is not lost either
     q = cli("query", "where is the bike", "--no-daemon")
     assert q.returncode == 0 and "red shed" not in q.stdout
+    before = texts(kept)
     back = cli("restore", str(kept), "--force")
-    assert back.returncode == 0 and texts(db) == texts(kept)  # the undo the output names
+    assert back.returncode == 0 and texts(db) == before  # the undo the output names
+    assert texts(kept) == before  # a second restore, even in the same second, keeps its own copy
+    assert len(list(tmp_path.glob(".m.db.before-restore-*"))) == 2
 
 
 def test_an_encrypted_store_and_its_backup(lm: Lm, tmp_path: Path) -> None:

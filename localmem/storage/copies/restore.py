@@ -206,7 +206,16 @@ def _keep_aside(out: Path, held: apsw.Connection | None) -> dict[str, object]:
     (``.NAME.before-restore-<UTC time>``, 0600): through SQLite from the exclusive hold when
     the store opens (the key kept), else the bytes as they are (a damaged store, which no
     connection of this process holds). What it held, and where, for the restore's report."""
-    aside = out.with_name(f".{out.name}.before-restore-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1, 1000):
+        aside = out.with_name(f".{out.name}.before-restore-{stamp}" + (f"-{n}" if n > 1 else ""))
+        if private.reserve(aside):
+            break
+        if not aside.exists():
+            raise LocalmemError(f"cannot write {aside} beside the store (to keep the store this restore replaces)")
+        # taken by a restore in the same second: a kept store is never written over
+    else:
+        raise LocalmemError(f"{out}: too many stores kept beside it this second")
     if held is not None:
         key = keys.resolve_key(out) if keys.is_encrypted(out) else None
         copy(held, aside, None, key=key)
@@ -215,7 +224,6 @@ def _keep_aside(out: Path, held: apsw.Connection | None) -> dict[str, object]:
         ).fetchall()
         turns, sessions = (int(counts[0][0]), int(counts[0][1])) if counts else (0, 0)
         return {"kept_at": str(aside), "turns": turns, "sessions": sessions}
-    private.reserve(aside)
     shutil.copyfile(out, aside)  # not a database SQLite opens: nothing of this process holds it
     return {"kept_at": str(aside), "turns": None, "sessions": None, "damaged": True}
 
