@@ -74,6 +74,9 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     # in-process (and a daemon started) only when no resident process answered
     "localmem.hooks.__main__": ("localmem.hooks.entry",),  # the settings, only when the fast path was not answered
     "localmem.hooks.entry": ("localmem.hooks.run", "localmem.resident.daemon"),
+    # stdlib-only modules of the fast paths: the 700/600 helpers only where a file or folder is made
+    "localmem.hooks.status": ("localmem.util.private",),
+    "localmem.resident.unix": ("localmem.util.private",),
 }
 
 

@@ -27,6 +27,7 @@ resident socket folder import it lazily, off the hooks' fast path.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 
 TYPE_CHECKING = False  # typing costs a hook's import time; type checkers take the branch
@@ -144,8 +145,6 @@ def store_privacy(db: str | os.PathLike[str]) -> tuple[bool, str]:
     """Whether the store at ``db`` is its user's alone, and one line saying so: what group
     or others can reach (the db, its ``-wal``/``-shm``/``-journal``, the hooks' status file,
     its folder) and the one command that fixes it. Reads modes by path only (``stat``)."""
-    import shlex  # doctor's path only
-
     real = os.path.realpath(db)
     if not os.path.isfile(real):
         return True, f"{db} does not exist yet (it is created mode 600, in a folder made 700)"

@@ -38,6 +38,7 @@ import apsw
 from localmem.errors import NotFound, SchemaError
 from localmem.storage.engine import checkpoints, faults, keys, partials
 from localmem.storage.engine.retry import DEFAULT_BUSY_TIMEOUT_MS, busy_timeout_ms
+from localmem.util import private
 
 log = logging.getLogger("localmem.db")
 
@@ -161,8 +162,6 @@ def connect(path: str | Path, *, readonly: bool = False) -> Conn:
     """A connection to the database ``path`` (made if missing, unless ``readonly``). A
     file whose folder cannot be written opens read-only (``faults.readonly_uri``), so it
     still serves reads; SQLite's failures to open are named errors (``faults``)."""
-    from localmem.util import private  # beside its one use in this module
-
     target = str(path)
     # A URI ("file:/x.db?mode=ro") names an existing file: taking it as a path made a folder
     # called "file:" in the working directory.
