@@ -70,6 +70,12 @@ class AppState:
 
         def locked() -> R:
             with self.lock:
+                why = self.store.replaced()  # its callers would read, and write, a file no longer at the path
+                if why is not None:
+                    raise LocalmemError(
+                        f"{self.store.path}: {why}; this server no longer serves it: restart the MCP server "
+                        "(or its client) to open the store now at that path"
+                    )
                 return job()
 
         try:
