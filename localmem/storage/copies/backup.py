@@ -59,6 +59,19 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
     src = db.connect(source)
     key = keys.resolve_key(source) if keys.is_encrypted(source) else None
     try:
+        turns, sessions = install_copy(src, tmp, dest, key=key, patience=patience)
+    finally:
+        src.close()
+    return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
+
+
+def install_copy(
+    src: apsw.Connection, tmp: Path, dest: Path, *, key: str | None, patience: Patience | None = None
+) -> tuple[int, int]:
+    """One snapshot of ``src`` written to ``tmp`` (``copy``), checked (``checked``), made 600
+    and renamed to ``dest``; its turns and sessions. On any failure nothing is left: neither
+    ``tmp`` nor its journal."""
+    try:
         copy(src, tmp, patience, dest, key=key)
         turns, sessions = checked(tmp, key, dest)
         for leftover in (Path(f"{dest}-wal"), Path(f"{dest}-shm")):  # of a replaced database
@@ -69,9 +82,7 @@ def backup(source: Path, dest: Path, *, force: bool = False, patience: Patience 
         for part in (tmp, *(Path(f"{tmp}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
             part.unlink(missing_ok=True)
         raise
-    finally:
-        src.close()
-    return BackupReport(str(source), str(dest), dest.stat().st_size, int(turns), int(sessions))
+    return turns, sessions
 
 
 def checked(tmp: Path, key: str | None, dest: Path) -> tuple[int, int]:

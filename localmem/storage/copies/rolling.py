@@ -43,7 +43,7 @@ import platformdirs
 
 from localmem.config.settings import APP, BackupsParams
 from localmem.errors import NotFound
-from localmem.storage.copies.backup import checked, copy
+from localmem.storage.copies.backup import install_copy
 from localmem.storage.engine import faults, keys
 from localmem.storage.engine.retry import busy_timeout_ms
 
@@ -223,14 +223,7 @@ def take(store: Path, dest: Path) -> Backup:
     tmp = dest.with_name(f".{dest.name}.partial-{os.getpid()}")
     src, key = _source(store)
     try:
-        copy(src, tmp, None, dest, key=key)  # the pages of one snapshot, the temporary file made 600
-        turns, sessions = checked(tmp, key, dest)
-        os.chmod(tmp, FILE_MODE)  # whatever mode SQLite made it with
-        os.replace(tmp, dest)
-    except BaseException:
-        for part in (tmp, *(Path(f"{tmp}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
-            part.unlink(missing_ok=True)
-        raise
+        turns, sessions = install_copy(src, tmp, dest, key=key)  # one snapshot, checked, 600
     finally:
         src.close()
     taken = datetime.strptime(dest.stem, STAMP).replace(tzinfo=UTC)
