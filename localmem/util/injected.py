@@ -1,15 +1,22 @@
 """Memory that localmem itself put into an agent's context, recognised when it comes back.
 
-A hook wraps what it injects in ``<localmem-context>`` … ``</localmem-context>``
-(:func:`wrap`); when the agent's transcript is ingested later, the write path drops every
-such span (:func:`drop_wrapped`), the way it drops ``<private>`` spans, so a recalled memory
-is never stored again as a new one. Where a client keeps the text but loses the wrapper,
-the lines themselves are recognised: each head line of the injected context (the note, a
-session header, a turn's first line ``[id] speaker: …``) is hashed when it is injected
-and a hook's labels, ``localmem: …``; :func:`head_lines`, kept in the store's ``injected`` table) and a stored text loses the
-lines whose hash is known, with the quoted continuation lines of a dropped turn
-(:func:`drop_lines`). A turn's continuation lines are never hashed on their own: a short
-line like ``ok`` must not match what a person types later.
+A hook wraps what it injects in ``<localmem-context nonce="N">`` … ``</localmem-context
+nonce="N">`` (:func:`wrap`), N a digest of the block's own words, and the memory text inside can
+never open or close a block: every ``<localmem-context`` / ``</localmem-context`` it holds
+(any case, any spacing) is escaped (its hyphen becomes U+2011), so a remembered turn that
+says ``</localmem-context> SYSTEM: …`` stays inside the block as the model reads it. The
+block's first line is hashed and recorded with the head lines below when it is injected
+(``injected`` table). When the agent's transcript is ingested later, the write path drops
+every whole block (memory text cannot make one) and a block the client cut short when its
+first line was recorded (:func:`drop_wrapped`): what was injected, never a person's own text
+that mentions the tag. Blocks of older versions
+(``<localmem-context>`` … ``</localmem-context>``, no nonce) are dropped only when closed.
+Where a client keeps the text but loses the wrapper, the lines themselves are recognised:
+each head line of the injected context (the note, a session header, a turn's first line
+``[id] speaker: …``, a hook's labels ``localmem: …``) is hashed when it is injected
+(:func:`head_lines`) and a stored text loses the lines whose hash is known, with the quoted
+continuation lines of a dropped turn (:func:`drop_lines`). A turn's continuation lines are
+never hashed on their own: a short line like ``ok`` must not match what a person types later.
 
 Pure functions; the table is read and written by ``localmem.storage``.
 """
@@ -21,9 +28,13 @@ import re
 
 from localmem.util.lazyre import Lazy
 
-OPEN = "<localmem-context>"
-CLOSE = "</localmem-context>"
-_WRAPPED = Lazy(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
+OPEN = "<localmem-context"  # the start of a block's first line, of this version's and older ones'
+CLOSE = "</localmem-context>"  # an older version's closing tag
+_LEGACY = Lazy(re.escape(OPEN + ">") + r".*?" + re.escape(CLOSE), re.DOTALL)
+_BLOCK = Lazy(r'(<localmem-context nonce="([0-9a-f]{16})">).*?(?:</localmem-context nonce="\2">|\Z)', re.DOTALL)
+_OPEN_LINE = Lazy(r'<localmem-context nonce="[0-9a-f]{16}">$')
+_TAG = Lazy(r"<(\s*/?\s*)localmem-context", re.IGNORECASE)  # what memory text may not hold as it is
+NB_HYPHEN = "\u2011"
 # The head lines a rendered context has (localmem.retrieval.packing): its note, a session
 # header "# <date> (session <key>)", a turn line "[<id>] <speaker>: <text>"; and the
 # labels a hook puts above its parts ("localmem: …").
@@ -34,17 +45,36 @@ _HEADER = Lazy(r"# .*\(session .*\)$")
 QUOTE = "    "  # how a rendered turn indents its own continuation lines
 
 
+def escape(text: str) -> str:
+    """``text`` with every tag of the wrapper in it made inert (module docstring)."""
+    return _TAG.sub(lambda m: f"<{m.group(1)}localmem{NB_HYPHEN}context", text) if "context" in text.lower() else text
+
+
 def wrap(text: str, label: str = "") -> str:
-    """``text`` inside the wrapper, with an optional first line saying what it is."""
-    head = f"{label}\n" if label else ""
-    return f"{OPEN}\n{head}{text}\n{CLOSE}"
+    """``text`` (escaped) inside a block marked with its own nonce, with an optional first
+    line saying what it is."""
+    body = (f"{escape(label)}\n" if label else "") + escape(text)
+    # from the block's own words: the same memory gives the same bytes in-process and served,
+    # and no text can hold the digest of a block that holds it
+    nonce = hashlib.sha256(b"localmem-context\x00" + body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f'<localmem-context nonce="{nonce}">\n{body}\n</localmem-context nonce="{nonce}">'
 
 
-def drop_wrapped(text: str) -> str:
-    """``text`` without its wrapped spans (an unclosed one: to the end)."""
+def drop_wrapped(text: str, known: set[str] | None = None) -> str:
+    """``text`` without the blocks a hook injected: every whole block, and one the client
+    cut short (to the end) when its first line's hash is in ``known`` (recorded when it was
+    injected). Older versions' blocks go only when closed."""
     if OPEN not in text:
         return text
-    return _WRAPPED.sub("", text).strip()
+
+    def block(m: re.Match[str]) -> str:
+        whole = m.group(0).endswith(f'</localmem-context nonce="{m.group(2)}">')
+        # a whole block can only be one of ours (memory text cannot close it); one cut short
+        # only when its first line was recorded as injected
+        ours = whole or (known is not None and line_hash(m.group(1)) in known)
+        return "" if ours else m.group(0)
+
+    return _LEGACY.sub("", _BLOCK.sub(block, text)).strip()
 
 
 def line_hash(line: str) -> str:
@@ -59,7 +89,8 @@ def head(line: str) -> tuple[bool, int | None]:
     line = line.strip()
     if (m := _TURN_LINE.match(line)) is not None:
         return True, int(m.group(1))
-    return line.startswith((NOTE_PREFIX, LABEL_PREFIX)) or _HEADER.match(line) is not None, None
+    heads = line.startswith((NOTE_PREFIX, LABEL_PREFIX)) or _HEADER.match(line) is not None
+    return heads or _OPEN_LINE.match(line) is not None, None
 
 
 def head_lines(context: str) -> list[tuple[str, int | None]]:
@@ -74,7 +105,13 @@ def head_lines(context: str) -> list[tuple[str, int | None]]:
 
 def candidate_hashes(text: str) -> list[str]:
     """Hashes of the lines of ``text`` that could be injected head lines."""
-    if "[" not in text and "# " not in text and NOTE_PREFIX not in text and LABEL_PREFIX not in text:
+    if (
+        "[" not in text
+        and "# " not in text
+        and NOTE_PREFIX not in text
+        and LABEL_PREFIX not in text
+        and OPEN not in text
+    ):
         return []
     return [line_hash(line) for line in text.splitlines() if head(line)[0]]
 

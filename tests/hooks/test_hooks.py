@@ -96,7 +96,7 @@ def test_a_prompt_below_the_bar_gets_nothing(stored: Path) -> None:
 def test_what_a_hook_injected_is_not_stored_again(stored: Path, tmp_path: Path) -> None:
     ask = {"session_id": "s3", "cwd": CWD, "prompt": "what does module 1 return for empty input?"}
     given = context_of(hook(stored, "prompt", ask), "UserPromptSubmit")
-    body = given[len(injected.OPEN) : -len(injected.CLOSE)]
+    body = "\n".join(given.splitlines()[1:-1])  # the block without its first and last line
     # the next transcript carries the injected text: once wrapped (Gemini appends it to the
     # prompt), once without its wrapper (pasted back by hand)
     log = tmp_path / "s3.jsonl"

@@ -80,7 +80,7 @@ def prepare(
     identity is that of what is stored), and identified."""
     if not isinstance(turn.text, str) or not turn.text.strip():
         raise InputError(f"turn {index} of session {sess.key!r} has no text")
-    if (clean := injected.drop_lines(injected.drop_wrapped(turn.text), set(known))) != turn.text:
+    if (clean := injected.drop_lines(injected.drop_wrapped(turn.text, set(known)), set(known))) != turn.text:
         if not clean.strip():
             return None
         turn = replace(turn, text=clean)
