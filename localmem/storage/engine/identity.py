@@ -35,9 +35,8 @@ from typing import Any
 
 import apsw
 
-from localmem.storage.engine import fileread
+from localmem.storage.engine import fileread, keys
 
-SQLITE_MAGIC = b"SQLite format 3\x00"  # keys.SQLITE_MAGIC: a plaintext header
 APP_ID_AT = 68  # the header's application_id: 4 bytes, big-endian (SQLite's file format, 1.3)
 
 
@@ -93,7 +92,7 @@ def capture(conn: apsw.Connection, path: str | Path) -> FileIdentity | None:
     except OSError:
         return None
     # an encrypted store's header is ciphertext past its first bytes: only the inode tells
-    app_id = 0 if fileread.read_head(path, 16) != SQLITE_MAGIC else _app_id(conn)
+    app_id = 0 if fileread.read_head(path, len(keys.SQLITE_MAGIC)) != keys.SQLITE_MAGIC else _app_id(conn)
     return FileIdentity(os.path.realpath(path), st.st_dev, st.st_ino, app_id)
 
 
