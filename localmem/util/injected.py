@@ -11,6 +11,9 @@ every whole block (memory text cannot make one) and a block the client cut short
 first line was recorded (:func:`drop_wrapped`): what was injected, never a person's own text
 that mentions the tag. Blocks of older versions
 (``<localmem-context>`` … ``</localmem-context>``, no nonce) are dropped only when closed.
+A line that only introduces what is dropped ("Here is what you told me earlier:", a short
+line ending in a colon, :func:`is_intro`) goes with it: left, it would be stored and
+recalled as a stub of memory that is no longer there.
 Where a client keeps the text but loses the wrapper, the lines themselves are recognised:
 each head line of the injected context (the note, a session header, a turn's first line
 ``[id] speaker: …``, a hook's labels ``localmem: …``) is hashed when it is injected
@@ -43,6 +46,7 @@ LABEL_PREFIX = "localmem: "
 _TURN_LINE = Lazy(r"\[(\d+)\][ ]")
 _HEADER = Lazy(r"# .*\(session .*\)$")
 QUOTE = "    "  # how a rendered turn indents its own continuation lines
+INTRO_WORDS = 12  # a line that introduces injected memory has at most these words (``is_intro``)
 
 
 def escape(text: str) -> str:
@@ -67,14 +71,44 @@ def drop_wrapped(text: str, known: set[str] | None = None) -> str:
     if OPEN not in text:
         return text
 
-    def block(m: re.Match[str]) -> str:
+    def ours(m: re.Match[str]) -> bool:
         whole = m.group(0).endswith(f'</localmem-context nonce="{m.group(2)}">')
         # a whole block can only be one of ours (memory text cannot close it); one cut short
         # only when its first line was recorded as injected
-        ours = whole or (known is not None and line_hash(m.group(1)) in known)
-        return "" if ours else m.group(0)
+        return whole or (known is not None and line_hash(m.group(1)) in known)
 
-    return _LEGACY.sub("", _BLOCK.sub(block, text)).strip()
+    text = _cut(text, [m.span() for m in _BLOCK.finditer(text) if ours(m)])
+    return _cut(text, [m.span() for m in _LEGACY.finditer(text)]).strip()
+
+
+def is_intro(line: str) -> bool:
+    """Whether ``line`` only introduces what follows it ("Here is what you told me
+    earlier:"): it ends with a colon and is short. Such a line goes with the injected
+    memory it introduces, or a stub of it would be stored and recalled."""
+    words = line.split()
+    return bool(words) and len(words) <= INTRO_WORDS and line.rstrip().endswith(":")
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` without ``spans`` (in order, apart) and the line introducing each, when the
+    span ends its line (``is_intro``: the text on the span's line before it, else the last
+    line before it that is not blank)."""
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        before = text[pos:start]
+        rest = text[end:]
+        if not rest.split("\n", 1)[0].strip():  # nothing follows the span on its line
+            kept = before.rstrip()
+            line_start = kept.rfind("\n") + 1
+            if is_intro(kept[line_start:]):
+                before = kept[:line_start]
+        out.append(before)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def line_hash(line: str) -> str:
@@ -127,8 +161,13 @@ def drop_lines(text: str, known: set[str]) -> str:
     for line in text.splitlines():
         if dropping and line.startswith(QUOTE):
             continue
+        starts = not dropping
         dropping = head(line)[0] and line_hash(line) in known
         changed = changed or dropping
         if not dropping:
             kept.append(line)
+        elif starts:  # the line introducing what is dropped goes with it (``is_intro``)
+            last = next((i for i in range(len(kept) - 1, -1, -1) if kept[i].strip()), None)
+            if last is not None and is_intro(kept[last]):
+                del kept[last:]
     return "\n".join(kept).strip() if changed else text

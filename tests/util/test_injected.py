@@ -48,7 +48,8 @@ def test_recorded_head_lines_go_with_their_continuations_and_nothing_else() -> N
     assert [t for _, t in heads] == [None, None, None, 12, 13]  # label, note, header, two turns
     known = {h for h, _ in heads}
     pasted = "Please look again at this:\n" + CONTEXT + "\nok\nthanks"
-    assert injected.drop_lines(pasted, known) == "Please look again at this:\n\nok\nok\nthanks"
+    # the line that introduced the pasted context goes with it (tests/util/test_injected_intro.py)
+    assert injected.drop_lines(pasted, known) == "ok\nok\nthanks"
     # the same words in other lines are not injected ones
     assert injected.drop_lines("[14] user: which database do we use?", known) == "[14] user: which database do we use?"
     assert injected.candidate_hashes("plain words only") == []
