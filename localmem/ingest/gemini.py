@@ -16,14 +16,16 @@ counted), with the same id and text: the first version of an id is taken, and ea
 call is a turn of its own (``ran: …``, native id the call's id), so a later version adds
 nothing and a file read again finds every turn already stored. Tool responses (sent as
 user messages of function responses), slash commands and ``?`` help, injected
-``<session_context>`` / ``<hook_context>`` and ``$set`` checkpoints of the whole history
-are left out. A ``.project_root`` file beside the chats folder whose path hashes to
+``<session_context>`` and ``$set`` checkpoints of the whole history are left out, and so
+is every ``<hook_context>`` block a hook's reply became (Gemini CLI puts a session start's
+before the person's first prompt, in the same text: the prompt after it is kept). A ``.project_root`` file beside the chats folder whose path hashes to
 ``projectHash`` gives the project. Source = ``gemini-cli``; session = ``sessionId``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,10 @@ from localmem.records import Project
 
 SOURCE = CLIENT = "gemini-cli"
 IGNORED_PROMPTS = ("/", "?", "<session_context>", "<hook_context>")
+# What a hook added to a prompt (Gemini CLI 0.61 puts a session start's context before the
+# typed text, in the message and its ``displayContent``, and a prompt hook's as a part of
+# its own); the CLI escapes ``<`` inside, so the first closing tag is the block's own.
+_HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
 
 
 def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
@@ -145,6 +151,10 @@ def _said(msg: dict[str, Any], path: Path, where: str, key: str, mid: str, kind:
         parts = [p for p in parts if not (isinstance(p, dict) and p.get("thought") is True)]
         parts = [{"type": "text", "text": p["text"]} if isinstance(p, dict) and "text" in p else p for p in parts]
     text = text_of(parts)
+    if kind == "user" and "<hook_context>" in text:
+        text = _HOOK_CONTEXT.sub("", text).strip()
+        if not text:
+            return [Skip("injected context")]
     if not text:
         return [Skip("tool result" if kind == "user" else "empty message")]
     if kind == "user" and text.startswith(IGNORED_PROMPTS):
