@@ -21,12 +21,18 @@ The reply that injects context is the same JSON for the three:
 appends it in ``<hook_context>``). Only session-start and prompt reply; the others print
 nothing.
 
+A JSON string may hold a lone surrogate (``"\\ud800"``: a client that cut a prompt inside
+an emoji's UTF-16 pair); no UTF-8 encoder takes one (the tokenizer, SQLite, the socket to a
+resident process), so :func:`parse` replaces each with U+FFFD in every field it reads: the
+one boundary every path (in-process, ``hooks.fast``, ``hooks.served``) goes through.
+
 Standard library only: the hook process imports this before anything heavy.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +63,8 @@ CLIENT_EVENTS: dict[str, dict[str, str]] = {
 # The ingest format of each client's transcript (localmem.ingest).
 FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
 MAX_PAYLOAD = 1 << 20  # bytes of stdin read: a prompt and a few fields
+# after json.loads a surrogate left in a str is a lone one (an escaped pair is joined into one character)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PayloadError(ValueError):
@@ -91,7 +99,7 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
 
     def text(key: str) -> str:
         v = obj.get(key)
-        return v if isinstance(v, str) else ""
+        return LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else ""
 
     return HookEvent(
         client,
