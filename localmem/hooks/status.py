@@ -12,7 +12,8 @@ transcript's words.
 
 Failure kinds: ``store locked`` (another process held the write lock too long), ``disk
 full``, ``key missing`` (an encrypted store and no key, or a wrong one), ``timeout`` (the
-hook's deadline), ``read-only``, ``bad payload``, ``error`` (anything else, with its type).
+hook's deadline), ``read-only``, ``bad payload``, ``no transcript`` (an ingest hook's payload named
+a transcript that is not a file), ``error`` (anything else, with its type).
 
 Standard library only (and ``util.private``, imported when the file is made). The file is
 mode 600 whatever the umask: its messages name paths.
@@ -35,7 +36,7 @@ except ImportError:  # Windows: no flock; concurrent hooks may then lose a count
 
 SIZE = 8192
 MAX_MESSAGE = 300
-KINDS = ("store locked", "disk full", "key missing", "timeout", "read-only", "bad payload", "error")
+KINDS = ("store locked", "disk full", "key missing", "timeout", "read-only", "bad payload", "no transcript", "error")
 
 
 def path_for(db: str | os.PathLike[str]) -> str:

@@ -234,3 +234,16 @@ def test_the_status_file_never_grows(stored: Path) -> None:
         status.record(stored, "codex", "prompt", "failed", ms=1.0, kind="error", message="x" * 5000 + str(i))
     assert path.stat().st_size == before == status.SIZE
     assert status.read(stored)["failures"]["error"] == 30
+
+
+def test_a_transcript_that_is_not_there(stored: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "moved-away.jsonl"
+    run = hook(stored, "stop", {"session_id": SESSION, "transcript_path": str(gone), "cwd": CWD})
+    ran = failed_quietly(run, stored, "no transcript")
+    assert str(gone) in ran["last_error"]["message"]
+    doctor_names(stored, "no transcript")
+    # a payload that names none (Codex's null for a session it keeps no log of): nothing to store
+    none = hook(stored, "stop", {"session_id": SESSION, "transcript_path": None, "cwd": CWD}, "codex")
+    assert none.returncode == 0 and none.stdout == b""
+    last = status.read(stored)["last_run"]
+    assert last["outcome"] == "quiet" and last["why"] == "the payload names no transcript"
