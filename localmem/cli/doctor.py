@@ -11,9 +11,12 @@ open it, its sync folder and sync key files, its model file exists, and which mo
 answer; a broken entry says the command that fixes it, and one of an earlier version
 (``python -m mcp_server``: it works, without the CLI's fast entry) the command that
 refreshes it. A store that has synced shows its
-refused segments. ``resident`` says which process serves the store's socket (a daemon a
-query or a hook started: its pid, to stop it with ``kill``); ``backups`` how many rolling
-backups there are, the newest's age, their disk cost and folder (``storage.copies.rolling``).
+refused segments. ``hook runs`` names what the hooks did and the last failure, and where
+their status went when it could not be written beside the store; ``store folder`` fails
+when the store's folder takes no new file. ``resident`` says which process serves the
+store's socket (a daemon a query or a hook started: its pid, to stop it with ``kill``);
+``backups`` how many rolling backups there are, the newest's age, their disk cost and
+folder (``storage.copies.rolling``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -198,6 +202,7 @@ def run_checks(settings: Settings) -> list[dict[str, Any]]:
     checks += [_check(f"mcp {client}", functools.partial(mcp_entry, client)) for client in clientconfig.CLIENTS]
     checks += [_check(f"hooks {client}", functools.partial(hook_entries, client)) for client in hook_clients]
     checks.append(_check("hook runs", functools.partial(hook_runs, settings)))
+    checks.append(_check("store folder", functools.partial(store_folder, settings.db)))
     checks.append(_check("resident", functools.partial(resident, settings.db)))  # a daemon: its pid
     checks.append(_check("backups", functools.partial(backups, settings)))
     checks.append(_check("private", functools.partial(private_store, settings.db)))
@@ -244,13 +249,36 @@ def hook_runs(settings: Settings) -> str:
     The last run failed: FAIL; failures before a run that worked: warn."""
     ran = hook_status.read(settings.db)
     line = hook_status.summary(ran)
+    if ran.get("unwritable"):  # the runs since went to this user's state folder: say so, whatever they did
+        raise Fail(line)
     last, err = ran.get("last_run") or {}, ran.get("last_error")
     if err:
         named = f"last error {err.get('at')} ({err.get('client')} {err.get('event')}): {err.get('kind')}: {err.get('message', '')}"
         if last.get("outcome") == "failed":
             raise Fail(f"{line}; {named}")
         raise Warn(f"{line}; {named}")
+    if ran.get("unwritable_before"):
+        raise Warn(line)
     return line
+
+
+def store_folder(db: Path) -> str:
+    """The store's folder takes a new file (the store's WAL, a backup, the hooks' status):
+    a file made and removed there, since permission bits say nothing on a file system
+    mounted read-only, or to root."""
+    folder = db.expanduser().absolute().parent
+    while not folder.exists() and folder != folder.parent:  # the store is made there on first ingest
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".localmem-probe-", dir=folder)
+    except OSError as exc:
+        raise Fail(
+            f"{folder} is not writable ({exc.strerror or exc}): nothing can be stored, and the hooks record "
+            f"their runs in {hook_status.fallback_path(db)} instead; make it writable or move the store (--db)"
+        ) from exc
+    os.close(fd)
+    os.unlink(probe)
+    return f"{folder} is writable"
 
 
 def _flag(args: list[str], name: str) -> str | None:
