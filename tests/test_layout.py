@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-SHARED = {"helpers"}  # folders that test no package: what the tests share
+SHARED = {"helpers", "agents"}  # folders that test no package: what the tests share; the real agent CLIs
 
 # An import of a test module written inside a string (a subprocess's driver script).
 _IN_TEXT = re.compile(r"\b(?:from|import)\s+(tests(?:\.\w+)*)(?:[ \t]+import[ \t]+([\w \t,]+))?")
