@@ -122,7 +122,10 @@ class HooksParams:
     prompt_bar: float | None = None
     session_deadline: float = 8.0  # seconds; the installed entry gives the client 10
     prompt_deadline: float = 4.0  # seconds; the installed entry gives the client 5
-    ingest_deadline: float = 50.0  # seconds (stop, compaction, session end); the client gives 60
+    ingest_deadline: float = 50.0  # seconds (stop, compaction, session end) where the agent waits; the client gives 60
+    # An ingest hook done after the agent moved on (hooks/background.py: every POSIX system)
+    # may take this long, a write lock held elsewhere waited out for half of it.
+    background_deadline: float = 600.0
     # A hook that finds no resident process starts one (`serve --transport socket`), which
     # exits after this many idle seconds; 0: hooks start none (localmem/resident/daemon.py).
     daemon_idle: float = 900.0

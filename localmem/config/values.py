@@ -49,6 +49,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "hooks.session_deadline": (0.1, None),
     "hooks.prompt_deadline": (0.1, None),
     "hooks.ingest_deadline": (0.1, None),
+    "hooks.background_deadline": (0.1, None),
     "hooks.daemon_idle": (0, None),
     "query.daemon_idle": (0, None),
     "backups.interval_hours": (0.01, None),

@@ -1,6 +1,8 @@
 """``python -m localmem.hooks [--db DB] EVENT --client CLIENT``: the command the agents' hook
 entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
 
+An event that ingests (stop, pre-compact, session end) is done in the background: the
+process forks once the payload is read and the agent's wait ends (``hooks.background``).
 A session start or a prompt is first sent raw to the store's resident process
 (``hooks.quick``: the standard library only, no settings loaded); the hook with its
 settings loaded (``hooks.entry``: the settings, then the same question with them, then the
@@ -13,7 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
-from localmem.hooks import quick
+from localmem.hooks import background, quick
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         entry.parser().print_help()
         return 0
     raw = sys.stdin.buffer.read(quick.MAX_PAYLOAD + 1)
+    if background.wanted(background.event_of(args_in)) and background.detach():
+        from localmem.hooks import entry  # in the child: the agent has stopped waiting
+
+        return entry.main(args_in, raw, time.perf_counter(), detached=True)
     try:
         answered = quick.answer(args_in, raw, t0)
     except Exception:  # never the agent's problem: the path with settings loaded does the hook

@@ -112,12 +112,13 @@ def run(
     write: Callable[[str], None],
     started: float | None = None,
     note: dict[str, object] | None = None,
+    limit: float | None = None,
 ) -> Outcome:
     """Do the hook's work within its deadline, give ``write`` the reply (if any), record the
     outcome (its time counted from ``started``, a ``time.perf_counter()`` reading: the
-    process's start). Never raises."""
+    process's start; ``limit``: seconds, default the event's deadline). Never raises."""
     t0 = time.perf_counter() if started is None else started
-    limit = deadline(settings, event)
+    limit = deadline(settings, event) if limit is None else limit
     box: dict[str, Outcome] = {}
 
     def target() -> None:

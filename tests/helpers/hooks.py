@@ -7,9 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from localmem.hooks import background, status
 from localmem.util import injected
 
 SESSION = "11111111-aaaa-4bbb-8ccc-000000000001"
@@ -19,14 +21,34 @@ CWD = "/home/dev/app"
 def hook(
     db: Path, event: str, payload: dict[str, Any] | bytes, client: str = "claude-code", **env: str
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run the hook as the agent does. An ingest event returns once the background worker
+    has counted this run in the hook status (``settled``), as a test then reads the store."""
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return subprocess.run(
+    runs = status_runs(db, event)
+    done = subprocess.run(
         [sys.executable, "-m", "localmem.hooks", "--db", str(db), event, "--client", client],
         input=raw,
         capture_output=True,
         timeout=300,
         env={**os.environ, **env},
     )
+    if event in background.INGEST_EVENTS:
+        settled(db, event, runs + 1)
+    return done
+
+
+def status_runs(db: Path, event: str) -> int:
+    runs: int = status.read(db).get("events", {}).get(event, {}).get("runs", 0)
+    return runs
+
+
+def settled(db: Path, event: str, runs: int, timeout: float = 240.0) -> None:
+    """Wait until ``event`` has been counted ``runs`` times in the store's hook status (the
+    background worker counts each run when it is done)."""
+    end = time.monotonic() + timeout
+    while status_runs(db, event) < runs:
+        assert time.monotonic() < end, f"{event}: the background ingest never counted run {runs}"
+        time.sleep(0.02)
 
 
 def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -149,7 +149,7 @@ def test_a_locked_store(stored: Path, transcript: Path, held_lock: None) -> None
         stored,
         "stop",
         {"session_id": SESSION, "transcript_path": str(transcript), "cwd": CWD},
-        LOCALMEM_HOOKS_INGEST_DEADLINE="10",
+        LOCALMEM_HOOKS_BACKGROUND_DEADLINE="10",  # the worker gives up on the lock after 5 s
     )
     assert time.monotonic() - t0 < 60
     failed_quietly(run, stored, "store locked")

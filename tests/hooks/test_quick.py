@@ -98,7 +98,14 @@ CASES: list[tuple[list[str], bytes, dict[str, str], bool]] = [
     (["prompt", "--client", "claude-code"], _json({**ASK, "cwd": ""}), {}, True),  # the hook's own folder
     (["prompt", "--client", "claude-code"], _json(ASK), {"LOCALMEM_HOOKS_PROMPT_BUDGET": "60"}, True),
     (["prompt", "--client", "claude-code"], _json(ASK), {"LOCALMEM_HOOKS_PROMPT_BAR": "0.99"}, True),
-    (["stop", "--client", "claude-code"], _json({"session_id": "x", "cwd": CWD}), {}, False),  # ingests: in-process
+    # ingests: in-process (in the foreground here, so that its count is there when the process
+    # exits; tests/hooks/test_background.py covers the detached worker)
+    (
+        ["stop", "--client", "claude-code"],
+        _json({"session_id": "x", "cwd": CWD}),
+        {"LOCALMEM_HOOK_FOREGROUND": "1"},
+        False,
+    ),
     (["prompt"], _json(ASK), {}, False),  # no --client: counted as a bad command line
     (["prompt", "--client", "claude-code", "--bogus"], _json(ASK), {}, False),
     (["prompt", "--cl", "claude-code"], _json(ASK), {}, False),  # an abbreviation: the parser's to read
