@@ -6,9 +6,14 @@ in session order (the order sessions were first written) and turn order within e
     {"localmem": 1, "source": "mcp", "session": "chat-1", "title": "", "started_at": "2024-05-20T10:00:00",
      "id": "D1:3", "speaker": "Maya", "role": "user", "timestamp": "2024-05-20T10:00:00", "text": "..."}
 
+A session that an agent wrote adds, on each of its lines, the agent (``"client"``) and
+where it ran (``"cwd"``, ``"repository"``, ``"branch"``, ``"commit"``), each only when known,
+so a project scope (``query --project``, a hook's) finds it in the store an export moves
+to; a chat's lines are as before.
+
 ``units(path, start)`` is the ingest format ``localmem`` (detected by the ``localmem``
-key): each line becomes a one-turn session with the exported source, key and title, and
-the text exactly as exported (not stripped). Since a turn's identity (its content hash)
+key): each line becomes a one-turn session with the exported source, key, title, client
+and project, and the text exactly as exported (not stripped). Since a turn's identity (its content hash)
 is made of source, session key, native id, speaker, role, time and text, a round trip
 into an empty store reproduces every turn, and ingesting an export into the store it came
 from writes nothing. Only turns travel: cues, tags, facts, topics and links are derived
@@ -32,9 +37,9 @@ from typing import IO, Any
 from localmem.errors import InputError
 from localmem.ingest._json import Cursor, records
 from localmem.ingest._units import Unit, bad, timestamp
-from localmem.records import SessionIn, TurnIn
+from localmem.records import Project, SessionIn, TurnIn
 from localmem.storage.engine.db import Conn
-from localmem.storage.reads.export_rows import export_rows, has_untimed_turn
+from localmem.storage.reads.export_rows import export_rows, has_untimed_turn, origin
 from localmem.util.text import parse_time
 
 FORMAT = "localmem"
@@ -63,6 +68,7 @@ def export(conn: Conn, out: IO[bytes], *, session: str | None = None, since: str
     report = ExportReport()
     current: int | None = None
     started: str | None = None
+    ran: dict[str, str] = {}
     for sid, source, key, title, started_at, native, speaker, role, ts, text in export_rows(
         conn, session=session, since=since_ts
     ):
@@ -70,6 +76,7 @@ def export(conn: Conn, out: IO[bytes], *, session: str | None = None, since: str
             current = sid
             report.sessions += 1
             started = None if has_untimed_turn(conn, sid) else started_at
+            ran = origin(conn, sid)
         line = {
             MARKER: VERSION,
             "source": source,
@@ -81,6 +88,7 @@ def export(conn: Conn, out: IO[bytes], *, session: str | None = None, since: str
             "role": role,
             "timestamp": ts,
             "text": text,
+            **ran,
         }
         out.write(json.dumps(line, ensure_ascii=False).translate(_BREAKS).encode("utf-8") + b"\n")
         report.turns += 1
@@ -134,10 +142,13 @@ def _line(obj: Any, path: Path, where: str) -> SessionIn:
         timestamp=timestamp(obj.get("timestamp"), path, f"{where}.timestamp"),
         source_id=text_field("id", nullable=True),
     )
+    ran = {k: text_field(k, required=False) or "" for k in ("cwd", "repository", "branch", "commit")}
     return SessionIn(
         key=key,
         turns=(turn,),
         started_at=timestamp(obj.get("started_at"), path, f"{where}.started_at"),
         source=source,
         title=text_field("title", required=False) or "",
+        client=text_field("client", required=False) or "",
+        project=Project(**ran) if any(ran.values()) else None,
     )

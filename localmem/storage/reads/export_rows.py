@@ -47,3 +47,14 @@ def has_untimed_turn(conn: Conn, session_id: int) -> bool:
     """Whether a session holds a turn stored without any time."""
     row = conn.execute("SELECT 1 FROM turns WHERE session_id = ? AND ts IS NULL LIMIT 1", (session_id,)).fetchone()
     return row is not None
+
+
+ORIGIN = ("client", "cwd", "repository", "branch", "commit")  # the names ``origin`` gives
+
+
+def origin(conn: Conn, session_id: int) -> dict[str, str]:
+    """The agent that wrote a session and where it ran (``ORIGIN``), only those known."""
+    row = conn.execute(
+        "SELECT client, cwd, repository, branch, git_commit FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return {} if row is None else {k: str(v) for k, v in zip(ORIGIN, row, strict=True) if v}
