@@ -32,6 +32,7 @@ from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
+from localmem.cli.bench_secrets import add_secrets_bench_parser
 from localmem.cli.bench_startup import add_startup_parser
 from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.cli.bench_ui import add_ui_parser
@@ -221,6 +222,7 @@ def add_bench_parser(sub: Any) -> None:
     add_capture_bench_parsers(bsub)
     add_hooks_bench_parser(bsub)
     add_projects_bench_parser(bsub)
+    add_secrets_bench_parser(bsub)
 
 
 def _run_shortlist(args: argparse.Namespace, settings: Settings) -> int:

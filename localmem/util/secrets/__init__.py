@@ -100,7 +100,7 @@ def _found(text: str) -> list[tuple[int, int, str]]:
             spans.extend((*_widen(text, s, s + len(value)), kind) for s in _occurrences(text, value))
         spans.extend(assignments.assignments(text))
         spans.extend(prose(text))
-    return [s for s in spans if not _in_placeholder(text, s[0])]
+    return [s for s in spans if not _in_placeholder(text, s[0]) and not _documented(text[s[0] : s[1]])]
 
 
 def kinds(text: str) -> list[str]:
@@ -112,6 +112,12 @@ def _in_placeholder(text: str, at: int) -> bool:
     """A span starting inside ``[secret: kind]`` (a rule reading a placeholder's kind as a value)."""
     left = text.rfind("[secret: ", max(0, at - 40), at + 1)
     return left >= 0 and "]" not in text[left:at]
+
+
+def _documented(value: str) -> bool:
+    """A provider's documentation example (AWS's ``AKIAIOSFODNN7EXAMPLE`` and
+    ``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``): left as it is, like any example."""
+    return value.endswith(("EXAMPLE", "EXAMPLEKEY"))
 
 
 def _merge(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

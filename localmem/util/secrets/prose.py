@@ -35,6 +35,8 @@ def prose(text: str) -> Iterator[tuple[int, int, str]]:
     """Every secret said after a password or key word in ``text`` (module docstring)."""
     for m in _PASSWORD.finditer(text):
         start, value = m.start(1), _trim(m.group(1))
+        if value.startswith(("*", "_", "~")) or "**" in value or "__" in value or value.endswith(("*", "_", "~")):
+            continue  # markdown emphasis ("**Password Protection:**"): a heading, not a value
         if _password_like(value):
             yield start, start + len(value), "password"
     for m in _KEY.finditer(text):
