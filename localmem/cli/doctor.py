@@ -235,13 +235,15 @@ def resident(db: Path) -> str:
 
 
 def hook_entries(client: str, path: Path | None = None) -> str:
-    """localmem's hook entries in one agent's settings: installed, and runnable."""
+    """localmem's hook entries in one agent's settings: installed, and runnable (their
+    interpreter, their key file, and for Codex whether it trusts them: ``hooks.install``)."""
     found = hook_install.inspect(client, path)
     if not found.events:
         return f"not installed ({found.path}; `localmem hooks install --client {client}` adds them)"
-    if found.problems:
+    if found.problems:  # Codex's untrusted entries among them: Codex never runs those
         raise Fail(f"{found.path}: " + "; ".join(found.problems))
-    return f"{found.path}: " + ", ".join(found.events)
+    trusted = " (trusted in Codex's /hooks)" if found.trust else ""
+    return f"{found.path}: " + ", ".join(found.events) + trusted
 
 
 def hook_runs(settings: Settings) -> str:

@@ -36,8 +36,9 @@ from localmem.resident.wire import HOOK_EVENTS
 
 WATCHDOG_GRACE_S = 0.3  # past the deadline, for ``hooks.run``'s own timeout to be counted first
 
-USAGE = """``python -m localmem.hooks [--db DB] [--key-file FILE] EVENT --client CLIENT``: the command the agents' hook
-entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
+USAGE = """``python -m localmem.hooks [--db DB] [--key-file FILE] EVENT --client CLIENT``: the
+command the agents' hook entries run (``localmem hooks install`` writes them), with the
+client's JSON on stdin.
 
 Exits 0 whatever happens and prints the reply for the agent or nothing: a bad command line
 or bad settings are counted in the store's hook status (``localmem doctor``), never shown

@@ -11,18 +11,31 @@ gemini         ``~/.gemini/settings.json``  SessionStart 10 s, BeforeAgent 5 s, 
                                             PreCompress, SessionEnd 60 s (in milliseconds)
 =============  ==========================  =========================================
 
-Each entry runs ``<this interpreter> -m localmem.hooks --db <this store> <event> --client
-<client>`` with absolute paths (the most common reason a hook silently does nothing is a
-command the client cannot find). Merging keeps every other key and every other hook,
-replaces localmem's own entries (so installing twice changes nothing), writes a
-timestamped backup of the old file first, and refuses a file that is not a JSON object
-rather than overwrite it. Codex older than its hooks-by-default release also needs
-``[features] codex_hooks = true`` in ``config.toml``: ``status`` says when hooks are off
-there; the file itself is left to the person.
+Each entry runs ``<this interpreter> -m localmem.hooks --db <this store> [--key-file
+<file>] <event> --client <client>`` with absolute paths (the most common reason a hook
+silently does nothing is a command the client cannot find). ``--key-file`` carries the
+path of the store's key file, never the key. Merging keeps every other key and every
+other hook, replaces localmem's own entries (so installing twice changes nothing),
+writes a timestamped backup of the old file first, and refuses a file that is not a JSON
+object rather than overwrite it.
+
+Codex (0.171, ``codex-rs/hooks/src/engine/discovery.rs``) runs a hook from a user's
+``hooks.json`` only once the person trusted it in its ``/hooks`` view, which records
+``[hooks.state."<hooks.json real path>:<event label>:<group>:<handler>"] trusted_hash =
+"sha256:…"`` in ``$CODEX_HOME/config.toml``: the SHA-256 of the entry's canonical JSON
+(sorted keys, no spaces) ``{"event_name", "hooks": [{"async", "command", "timeout",
+"type"}]}``, so an entry changed since (another ``--db``, another interpreter) is
+untrusted again. :func:`codex_trust` reads that table and says, per entry, ``trusted``,
+``not trusted``, ``changed since trusted``, ``turned off`` or ``unknown`` (config.toml
+unreadable); localmem never writes it (that is the person's consent). Codex's
+``[features] hooks`` (older name ``codex_hooks``) is on by default; ``status`` says when
+``config.toml`` turns it off. Codex's SessionEnd (0.171) is capped at 3 s, too short for
+an ingest, and its Stop already runs after every turn: localmem installs none for Codex.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -34,13 +47,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localmem.errors import InputError
+from localmem.errors import ConfigError, InputError
 from localmem.hooks.events import CLIENT_EVENTS, CLIENTS
 from localmem.ingest.capture import agent_home
+from localmem.storage.engine import keys
 from localmem.util import private
 
 TIMEOUTS = {"session-start": 10, "prompt": 5, "stop": 60, "pre-compact": 60, "session-end": 60}
 MARK = "localmem.hooks"  # with "--client <client>": how our commands are known
+# Codex's hook_event_key_label: the event's name in a trust key and in the hashed identity
+CODEX_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
+CODEX_LABELS["PreCompact"] = "pre_compact"
+TRUSTED = "trusted"
 
 
 def settings_path(client: str, home: Path | None = None, env: dict[str, str] | None = None) -> Path:
@@ -51,8 +69,10 @@ def settings_path(client: str, home: Path | None = None, env: dict[str, str] | N
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
 
 
-def command(db: Path, client: str, event: str, python: str | None = None) -> str:
+def command(db: Path, client: str, event: str, python: str | None = None, key_file: Path | None = None) -> str:
     argv = [python or str(Path(sys.executable).absolute()), "-m", MARK, "--db", str(db.expanduser().resolve())]
+    if key_file is not None:  # its path: the key itself never goes on a command line
+        argv += ["--key-file", str(key_file.expanduser().resolve())]
     return shlex.join([*argv, event, "--client", client])
 
 
@@ -61,8 +81,8 @@ def ours(hook: Any, client: str) -> bool:
     return isinstance(cmd, str) and MARK in cmd and f"--client {client}" in cmd
 
 
-def entry(db: Path, client: str, event: str) -> dict[str, Any]:
-    hook: dict[str, Any] = {"type": "command", "command": command(db, client, event)}
+def entry(db: Path, client: str, event: str, key_file: Path | None = None) -> dict[str, Any]:
+    hook: dict[str, Any] = {"type": "command", "command": command(db, client, event, key_file=key_file)}
     if client == "gemini":
         hook = {"name": f"localmem-{event}", **hook, "timeout": TIMEOUTS[event] * 1000}
     else:
@@ -109,13 +129,14 @@ def _write(path: Path, data: dict[str, Any]) -> Path | None:
     return backup
 
 
-def install(db: Path, client: str, path: Path | None = None) -> tuple[Path, Path | None]:
-    """Merge localmem's entries into the client's file; returns (file, backup or None)."""
+def install(db: Path, client: str, path: Path | None = None, key_file: Path | None = None) -> tuple[Path, Path | None]:
+    """Merge localmem's entries into the client's file (``key_file``: the store's key file,
+    its path put in each command); returns (file, backup or None)."""
     target = path or settings_path(client)
     data = _load(target)
     hooks = dict(data.get("hooks") or {})
     for event, name in CLIENT_EVENTS[client].items():
-        hooks[name] = [*_without_ours(hooks.get(name), client), entry(db, client, event)]
+        hooks[name] = [*_without_ours(hooks.get(name), client), entry(db, client, event, key_file)]
     return target, _write(target, {**data, "hooks": hooks})
 
 
@@ -151,9 +172,16 @@ class Installed:
     path: str
     events: dict[str, str]  # localmem event -> the command installed for it
     problems: list[str]
+    trust: dict[str, str]  # codex: localmem event -> codex_trust's word for its entry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"client": self.client, "path": self.path, "events": self.events, "problems": self.problems}
+        return {
+            "client": self.client,
+            "path": self.path,
+            "events": self.events,
+            "problems": self.problems,
+            "trust": self.trust,
+        }
 
 
 def inspect(client: str, path: Path | None = None) -> Installed:
@@ -161,25 +189,131 @@ def inspect(client: str, path: Path | None = None) -> Installed:
     target = path or settings_path(client)
     problems: list[str] = []
     found: dict[str, str] = {}
+    places: dict[str, tuple[int, int, dict[str, Any]]] = {}  # event -> (group, handler, entry): Codex's key
     try:
         hooks = _load(target).get("hooks") or {}
     except InputError as exc:
-        return Installed(client, str(target), {}, [str(exc)])
+        return Installed(client, str(target), {}, [str(exc)], {})
     for event, name in CLIENT_EVENTS[client].items():
-        for group in hooks.get(name) or []:
-            for h in group.get("hooks", []) if isinstance(group, dict) else []:
+        groups = hooks.get(name)
+        for gi, group in enumerate(groups if isinstance(groups, list) else []):
+            for hi, h in enumerate(group.get("hooks", []) if isinstance(group, dict) else []):
                 if ours(h, client):
                     found[event] = h["command"]
+                    places[event] = (gi, hi, h)
     for event, cmd in found.items():
-        python = shlex.split(cmd)[0]
-        if not Path(python).exists():
-            problems.append(f"{event}: the interpreter {python} does not exist (run `localmem hooks install` again)")
+        argv = shlex.split(cmd)
+        if not Path(argv[0]).exists():
+            problems.append(f"{event}: the interpreter {argv[0]} does not exist (run `localmem hooks install` again)")
+    problems += _key_problems(found.values())
     missing = [e for e in CLIENT_EVENTS[client] if e not in found]
     if found and missing:
         problems.append("not installed for: " + ", ".join(missing))
+    trust: dict[str, str] = {}
     if client == "codex" and found:
         problems += _codex_features(target.parent / "config.toml")
-    return Installed(client, str(target), found, problems)
+        trust = codex_trust(target, places)
+        untrusted = [f"{event} {word}" for event, word in trust.items() if word != TRUSTED]
+        if untrusted:
+            problems.append(
+                "Codex runs a hook only once you trust it in its /hooks view (open codex, type /hooks, review "
+                "and trust localmem's entries): " + ", ".join(untrusted)
+            )
+    return Installed(client, str(target), found, problems, trust)
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv[:-1]):
+        if a == name:
+            return argv[i + 1]
+    return None
+
+
+def _key_problems(commands: Any) -> list[str]:
+    """What stops the entries' key file from opening their store: a key file that cannot
+    be read (missing, others may read it), or a key that does not open an encrypted store."""
+    problems: list[str] = []
+    for db, key_file in sorted(
+        {(_flag(shlex.split(c), "--db"), _flag(shlex.split(c), "--key-file")) for c in commands}
+    ):
+        if key_file is None or db is None:
+            continue
+        try:
+            check_key(Path(db), Path(key_file))
+        except ConfigError as exc:
+            problems.append(f"{exc} (`localmem --key-file FILE hooks install` writes another)")
+    return problems
+
+
+def check_key(db: Path, key_file: Path) -> None:
+    """ConfigError unless ``key_file`` can be read (mode 600) and, when the store at ``db``
+    is encrypted, opens it (read-only: page 1 read with the key)."""
+    key = keys.read_key_file(key_file)
+    if keys.file_state(db) != "encrypted":
+        return  # a new store is made encrypted with it; a plaintext one is opened as it is
+    import apsw  # lazy: the engine, only for an encrypted store
+
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        raise ConfigError(f"{db}: cannot be opened to check its key ({exc})") from exc
+    try:
+        keys.apply_key(conn, key)
+        keys.check_key(conn, str(db))
+    finally:
+        conn.close()
+
+
+def codex_hash(name: str, hook: dict[str, Any]) -> str | None:
+    """The ``trusted_hash`` Codex 0.171 records for the command hook ``hook`` of the event
+    ``name`` (module docstring), or None for an entry whose shape it was not checked on."""
+    label = CODEX_LABELS.get(name)
+    known = {"type", "command", "timeout", "async"}
+    if label is None or not set(hook) <= known or not isinstance(hook.get("command"), str):
+        return None
+    timeout = hook.get("timeout", 600)
+    if not isinstance(timeout, int) or isinstance(timeout, bool):
+        return None
+    handler = {"type": "command", "command": hook["command"], "timeout": max(1, timeout)}
+    handler["async"] = bool(hook.get("async", False))
+    identity = {"event_name": label, "hooks": [handler]}  # a group without a matcher: none is hashed
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # serde_json's bytes
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def codex_trust(target: Path, places: dict[str, tuple[int, int, dict[str, Any]]]) -> dict[str, str]:
+    """Per localmem event, whether Codex will run its entry in ``target`` (module docstring),
+    from the ``[hooks.state]`` table of the ``config.toml`` beside it."""
+    config = target.parent / "config.toml"
+    try:
+        table = tomllib.loads(config.read_text("utf-8")) if config.exists() else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return dict.fromkeys(places, "unknown")
+    hooks = table.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    states: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for key, value in (state if isinstance(state, dict) else {}).items():
+        parts = key.strip().rsplit(":", 3)
+        if len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit() and isinstance(value, dict):
+            # Codex keys the file by its real path ($CODEX_HOME resolved): compare real paths
+            states[(os.path.realpath(parts[0]), parts[1], int(parts[2]), int(parts[3]))] = value
+    here = os.path.realpath(target)
+    out: dict[str, str] = {}
+    for event, (gi, hi, hook) in places.items():
+        name = CLIENT_EVENTS["codex"][event]
+        got = states.get((here, CODEX_LABELS.get(name, ""), gi, hi), {})
+        want = codex_hash(name, hook)
+        if got.get("enabled") is False:
+            out[event] = "turned off"
+        elif not got.get("trusted_hash"):
+            out[event] = "not trusted"
+        elif want is None:
+            out[event] = "unknown"
+        elif got["trusted_hash"] == want:
+            out[event] = TRUSTED
+        else:
+            out[event] = "changed since trusted"
+    return out
 
 
 def _codex_features(config: Path) -> list[str]:
@@ -188,7 +322,7 @@ def _codex_features(config: Path) -> list[str]:
         features = tomllib.loads(config.read_text("utf-8")).get("features", {}) if config.exists() else {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return [f"cannot read {config}: {exc}"]
-    on = features.get("hooks", features.get("codex_hooks"))
-    if on is False:
-        return [f"hooks are turned off in {config} ([features] hooks = false): turn them on for these to run"]
+    key = "hooks" if "hooks" in features else "codex_hooks"  # codex_hooks: the older name Codex still reads
+    if features.get(key) is False:
+        return [f"hooks are turned off in {config} ([features] {key} = false): turn them on for these to run"]
     return []

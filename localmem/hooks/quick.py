@@ -42,7 +42,10 @@ if TYPE_CHECKING:
 
 MAX_PAYLOAD = 1 << 20  # hooks.events.MAX_PAYLOAD: the payload read, as the hook reads it
 EVENTS = ("session-start", "prompt")  # resident.wire.HOOK_EVENTS: the events a resident process answers
-FLAGS = ("--db", "--client")  # the hook command's options; any other (or an abbreviation): the full path
+# the hook command's options; any other (or an abbreviation): the full path. A --key-file line
+# is read here too (an ingest event's background start needs its event); its store, when
+# encrypted, is never asked of a resident process (quick.find), so the path with settings opens it
+FLAGS = ("--db", "--key-file", "--client")
 OUTCOMES = ("replied", "quiet")
 PLAN_S = 0.5  # a live server plans a hook line at once (~1 ms; ~30 ms for a caller's first settings)
 GRACE_S = 0.05  # past the time left that the server named: its own refusal is on the way
@@ -75,8 +78,9 @@ def answer(argv: list[str], raw: bytes, started: float) -> bool:
 
 
 def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | None:
-    """The ``--db`` value and the event of ``[--db DB] EVENT --client CLIENT`` (each option
-    also as ``--name=value``); None for anything else, which the hook's parser reads."""
+    """The ``--db`` value and the event of ``[--db DB] [--key-file FILE] EVENT --client
+    CLIENT`` (each option also as ``--name=value``); None for anything else, which the
+    hook's parser reads."""
     db = event = client = None
     i = 0
     while i < len(argv):
@@ -87,7 +91,7 @@ def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | No
             name, value, i = got
             if name == "--db":
                 db = value
-            else:
+            elif name == "--client":
                 client = value
             continue
         if event is not None:

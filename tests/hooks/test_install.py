@@ -8,14 +8,18 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from localmem.hooks import install
+from localmem.bench import agent_logs
+from localmem.hooks import install, status
 from localmem.hooks.events import CLIENT_EVENTS
+from localmem.storage.engine import keys
+from tests.helpers.hooks import CWD, SESSION
 
 THEIRS = {"type": "command", "command": "notify-send done", "timeout": 3}
 
@@ -42,7 +46,12 @@ def test_install_merges_keeps_theirs_and_uninstall_takes_only_ours(client: str, 
     assert first.returncode == 0, first.stderr
     got = json.loads(first.stdout)
     assert got["path"] == str(target) and Path(got["backup"]).read_text("utf-8") == json.dumps(before)
-    assert set(got["events"]) == set(CLIENT_EVENTS[client]) and not got["problems"]
+    assert set(got["events"]) == set(CLIENT_EVENTS[client])
+    # Codex's one problem: a hook runs only once the person trusted it in Codex's /hooks view
+    if client == "codex":
+        assert len(got["problems"]) == 1 and "/hooks view" in got["problems"][0]
+    else:
+        assert not got["problems"]
     assert Path(got["status_file"]).stat().st_size > 0
     data = json.loads(target.read_text("utf-8"))
     assert data["theme"] == "dark" and THEIRS in data["hooks"][stop][0]["hooks"]
@@ -99,3 +108,222 @@ def test_status_and_doctor_see_broken_entries_and_codex_hooks_turned_off(tmp_pat
     check = next(c for c in doctor if c["name"] == "hooks codex")
     assert not check["ok"] and "does not exist" in check["detail"]
     assert next(c for c in doctor if c["name"] == "hooks gemini")["detail"].startswith("not installed")
+
+
+# -- Codex's trust: the hash it records, reproduced (checked against codex 0.171's own `hooks/list`) --------
+
+# (event, entry, the currentHash codex-cli 0.171.0's app-server reported for it: `hooks/list`)
+CODEX_SAID = [
+    (
+        "SessionStart",
+        {
+            "type": "command",
+            "command": "/work/main/.venv/bin/python3 -m localmem.hooks --db /tmp/cx/db.sqlite session-start --client codex",
+            "timeout": 10,
+        },
+        "sha256:fe0a508f99ffade694bb0736202b35065b2412d9f0d91aa39b7601da0e7e6ca8",
+    ),
+    (
+        "PreCompact",
+        {
+            "type": "command",
+            "command": "/work/main/.venv/bin/python3 -m localmem.hooks --db /tmp/cx/db.sqlite pre-compact --client codex",
+            "timeout": 60,
+        },
+        "sha256:1a0ffac50671f13ef77d53c2c5b8b3f27e9556d4db6632ee1f6408c89058882f",
+    ),
+    (  # non-ASCII, quotes and backslashes: serde_json's escaping
+        "SessionStart",
+        {
+            "type": "command",
+            "command": "/x/py -m localmem.hooks --db '/tmp/é \"q\"\\\\ x' session-start --client codex",
+            "timeout": 10,
+        },
+        "sha256:16369979bfbb1ccbc0141c78d867d1a8d7610b67ae314a957390310521369b9a",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "hook", "want"), CODEX_SAID)
+def test_the_codex_trust_hash_is_the_one_codex_computes(name: str, hook: dict[str, object], want: str) -> None:
+    assert install.codex_hash(name, hook) == want
+    assert install.codex_hash(name, {**hook, "statusMessage": "x"}) is None  # a shape not checked: unknown
+
+
+def trust_state(target: Path, entries: dict[str, tuple[str, dict[str, object]]]) -> str:
+    """config.toml's [hooks.state] as Codex's /hooks writes it, keyed by the file's real path."""
+    lines = []
+    for key, state in entries.values():
+        lines.append(f'[hooks.state."{os.path.realpath(target)}:{key}"]')
+        lines += [f"{k} = {json.dumps(v)}" for k, v in state.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_codex_install_says_the_hooks_must_be_trusted_and_status_says_which_are(tmp_path: Path) -> None:
+    real, home, db = tmp_path / "real-home", tmp_path / "home", tmp_path / "m.db"
+    real.mkdir()
+    home.symlink_to(real)  # Codex keys trust by the file's real path
+    target = install.settings_path("codex", home, {})
+    target.parent.mkdir(parents=True)
+    theirs = {"hooks": {"SessionStart": [{"hooks": [THEIRS]}]}}  # ours is the second group: index 1
+    target.write_text(json.dumps(theirs), "utf-8")
+    made = cli(home, db, "hooks", "install", "--client", "codex")
+    assert made.returncode == 0, made.stderr
+    assert "type /hooks" in made.stdout and "--dangerously-bypass-hook-trust" in made.stdout
+    assert "for tests only" in made.stdout
+
+    shown = cli(home, db, "hooks", "status", "--client", "codex").stdout
+    assert (
+        "codex trust: session-start not trusted, prompt not trusted, stop not trusted, pre-compact not trusted" in shown
+    )
+    doctor = {c["name"]: c for c in json.loads(cli(home, db, "doctor", "--json").stdout)}
+    assert not doctor["hooks codex"]["ok"] and "trust it in its /hooks view" in doctor["hooks codex"]["detail"]
+
+    data = json.loads(target.read_text("utf-8"))["hooks"]
+    hook_of = {name: data[name][-1]["hooks"][0] for name in ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")}
+    state = {
+        "session-start": (
+            "session_start:1:0",
+            {"trusted_hash": install.codex_hash("SessionStart", hook_of["SessionStart"])},
+        ),
+        "prompt": (
+            "user_prompt_submit:0:0",
+            {"enabled": False, "trusted_hash": install.codex_hash("UserPromptSubmit", hook_of["UserPromptSubmit"])},
+        ),
+        "stop": ("stop:0:0", {"trusted_hash": "sha256:" + "0" * 64}),  # trusted, then the entry changed
+    }
+    (target.parent / "config.toml").write_text(trust_state(target, state), "utf-8")
+    got = json.loads(cli(home, db, "hooks", "status", "--client", "codex", "--json").stdout)["clients"][0]
+    assert got["trust"] == {
+        "session-start": "trusted",
+        "prompt": "turned off",
+        "stop": "changed since trusted",
+        "pre-compact": "not trusted",
+    }
+    # all four trusted: doctor's check passes
+    state = {
+        e: (k, {"trusted_hash": install.codex_hash(n, hook_of[n])})
+        for (e, (k, _)), n in zip(
+            {**state, "pre-compact": ("pre_compact:0:0", {})}.items(),
+            ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact"),
+            strict=True,
+        )
+    }
+    (target.parent / "config.toml").write_text(trust_state(target, state), "utf-8")
+    doctor = {c["name"]: c for c in json.loads(cli(home, db, "doctor", "--json").stdout)}
+    assert doctor["hooks codex"]["ok"], doctor["hooks codex"]
+    (target.parent / "config.toml").write_text("[hooks.state\nnot toml", "utf-8")
+    got = json.loads(cli(home, db, "hooks", "status", "--client", "codex", "--json").stdout)["clients"][0]
+    assert set(got["trust"].values()) == {"unknown"}
+
+
+@pytest.mark.skipif(shutil.which("codex") is None, reason="no codex on PATH to ask (npm i -g @openai/codex)")
+def test_a_real_codex_lists_the_installed_entries_with_the_hashes_computed_here(tmp_path: Path) -> None:
+    home, db = tmp_path / "home", tmp_path / "m.db"
+    assert cli(home, db, "hooks", "install", "--client", "codex").returncode == 0
+    target = install.settings_path("codex", home, {})
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(target.parent)}
+    proc = subprocess.Popen(
+        ["codex", "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        for message in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "t", "version": "1"}},
+            },
+            {"jsonrpc": "2.0", "method": "initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(tmp_path)]}},
+        ):
+            proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        while (reply := json.loads(proc.stdout.readline())).get("id") != 2:
+            pass
+    finally:
+        proc.kill()
+    listed = {h["key"].rsplit(":", 3)[1]: h for h in reply["result"]["data"][0]["hooks"]}
+    data = json.loads(target.read_text("utf-8"))["hooks"]
+    for name, label in install.CODEX_LABELS.items():
+        assert listed[label]["currentHash"] == install.codex_hash(name, data[name][0]["hooks"][0])
+        assert listed[label]["trustStatus"] == "untrusted"
+
+
+# -- the key file: its path in the entries, a key that does not open the store refused --------------------
+
+
+def key_file(path: Path, key: str) -> Path:
+    path.write_text(key + "\n", "utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_the_key_file_goes_into_the_entries_and_the_hooks_open_the_encrypted_store(tmp_path: Path) -> None:
+    home, db = tmp_path / "home", tmp_path / "m.db"
+    key = key_file(tmp_path / "store.key", "correct horse battery staple")
+    made = cli(home, db, "--key-file", str(key), "hooks", "install", "--client", "claude-code", "--json")
+    assert made.returncode == 0, made.stderr
+    got = json.loads(made.stdout)
+    assert got["key_file"] == str(key.resolve()) and not got["problems"]
+    assert "correct horse" not in install.settings_path("claude-code", home, {}).read_text("utf-8")
+    for cmd in got["events"].values():
+        argv = shlex.split(cmd)
+        assert argv[argv.index("--key-file") + 1] == str(key.resolve())
+    log = tmp_path / f"{SESSION}.jsonl"
+    log.write_text("\n".join(agent_logs.transcript(SESSION, CWD, 4)) + "\n", "utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("LOCALMEM_KEY", "LOCALMEM_KEY_FILE")}
+    env["LOCALMEM_HOOK_FOREGROUND"] = "1"
+
+    def run(event: str, payload: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            got["events"][event],
+            shell=True,
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            timeout=300,
+            env=env,
+        )
+
+    assert run("stop", {"session_id": SESSION, "transcript_path": str(log), "cwd": CWD}).returncode == 0
+    assert keys.is_encrypted(db), status.read(db)  # the first ingest made it, with the key
+    asked = run("prompt", {"session_id": "s2", "cwd": CWD, "prompt": "what does module 2 return for empty input?"})
+    assert b"Module 2 returns an empty list" in asked.stdout, status.read(db)
+    assert not status.read(db).get("last_error")
+
+    # another key: refused, nothing written; no key at all: refused too
+    settings = install.settings_path("claude-code", home, {})
+    before = settings.read_text("utf-8")
+    wrong = cli(
+        home,
+        db,
+        "--key-file",
+        str(key_file(tmp_path / "other.key", "wrong")),
+        "hooks",
+        "install",
+        "--client",
+        "claude-code",
+    )
+    assert wrong.returncode != 0 and "wrong key" in wrong.stderr and "nothing was written" in wrong.stderr
+    none = subprocess.run(
+        [sys.executable, "-m", "localmem", "--db", str(db), "hooks", "install", "--client", "gemini"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "HOME": str(home)},
+    )
+    assert none.returncode != 0 and "this store is encrypted, no key given" in none.stderr
+    assert settings.read_text("utf-8") == before and not install.settings_path("gemini", home, {}).exists()
+
+    # a key file others may read: doctor's hooks check names it, and a hook counts it as 'key missing'
+    key.chmod(0o644)
+    doctor = {c["name"]: c for c in json.loads(cli(home, db, "doctor", "--json").stdout)}
+    assert not doctor["hooks claude-code"]["ok"] and "readable by others" in doctor["hooks claude-code"]["detail"]
+    run("prompt", {"session_id": "s3", "cwd": CWD, "prompt": "what does module 3 return?"})
+    assert status.read(db)["last_error"]["kind"] == "key missing"

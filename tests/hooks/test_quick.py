@@ -274,6 +274,9 @@ def test_what_the_fast_path_spells_agrees_with_its_sources() -> None:
         (["prompt", "extra", "--client", "codex"], None),
         (["prompt", "--cl", "codex"], None),
         (["prompt", "--client", "codex", "--"], None),
+        (["--db", "a.db", "--key-file", "/k", "stop", "--client", "codex"], ("a.db", "stop")),  # hooks install's
+        (["--key-file=/k", "prompt", "--client", "codex"], (None, "prompt")),
+        (["prompt", "--client", "codex", "--key-file"], None),
         ([], None),
     ],
 )
