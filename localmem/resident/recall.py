@@ -1,20 +1,28 @@
-"""What a hook gives the agent: at a session's start, where the project's last session left
-off and what was decided or left open in it; at a prompt, the memory relevant to it, only
-when it clears the relevance bar. No model call.
+"""What a hook gives the agent: at a session's start, the project's own memory (where its
+last session left off, what was decided or left open in it) and what the person said about
+themselves elsewhere that bears on it; at a prompt, the memory relevant to it, only when it
+clears the relevance bar and only what this session was not given already. No model call.
 
 - session start: the last turns of the project's most recent other session ("where you
   left off"), then ``reconstruct`` of ``DECIDED`` under the project scope without the
-  current session ("decided and open"), within ``hooks.session_budget`` tokens;
+  current session, keeping only the project's own turns ("decided and open"), then the
+  person's own statements from their work elsewhere that bear on what the folder says
+  about itself (``retrieval.personal``, at most ``PERSONAL_SHARE`` of the budget); all
+  within ``hooks.session_budget`` tokens. A new project (no sessions of its own) gets
+  only the last part, often nothing: never another project's talk or personal chat;
 - prompt: ``reconstruct`` of the prompt under the project scope, without the current
   session (the agent has it), within ``hooks.prompt_budget``; given only when the best
   visible turn or sentence has a cosine of at least ``hooks.prompt_bar`` to the prompt
   (``Context.stats["best_cosine"]``: the scorer's own probabilities are relative to the
   best hit, so they cannot say whether anything relevant exists at all); left unset, the
-  bar is the reading embedder's own (``prompt_bar_of``: cosines differ per model).
+  bar is the reading embedder's own (``prompt_bar_of``: cosines differ per model). Turns
+  this session was handed since its last session start (the recall log:
+  ``recalls.handed_in_session``) are left out: the agent's context holds them.
 
 The text is rendered as ``reconstruct`` renders it (note, session headers, ``[id]
-speaker: text`` lines, quoted continuation lines) and wrapped in ``<localmem-context>``
-(``util.injected``); its head lines are what the store records as injected.
+speaker: text`` lines, quoted continuation lines; a header names the session by its title
+where it has one) and wrapped in ``<localmem-context>`` (``util.injected``); its head lines
+are what the store records as injected.
 
 Invariant: :func:`answer` is the one function behind a hook's recall, in the hook's own
 process and in a resident process answering it over the socket (op ``hook``), so both
@@ -35,21 +43,24 @@ from localmem.errors import LocalmemError, StoreLocked
 from localmem.models.embedding import prompt_bar_of
 from localmem.records import EvidenceTurn, ProjectScope
 from localmem.resident.wire import PROJECT_PREFIX, HookAsk
+from localmem.retrieval import personal
 from localmem.retrieval.packing import NOTE, escape, quote
 from localmem.retrieval.reconstruct import reconstruct
 from localmem.retrieval.scope import project_scope
 from localmem.storage.layers import recalls
 from localmem.storage.layers.recalls import RecallTurn, RecallWrite
-from localmem.storage.reads import queries
+from localmem.storage.reads import queries, views
 from localmem.storage.reads.queries import TurnRow
 from localmem.storage.write import injections
 from localmem.storage.write.store import Store
-from localmem.util import injected, secrets
+from localmem.util import injected, projectinfo, secrets
 from localmem.util.text import count_words, display_time, tokens_for_words
 
 DECIDED = "what we decided, agreed or chose, and what is still open, to do next, unresolved or blocked"
 LEFT_OFF_TURNS = 6  # turns of the last session shown at most
 LEFT_OFF_SHARE = 0.4  # of the session budget
+PERSONAL_SHARE = 0.25  # of the session budget, at most, for the person's statements elsewhere
+TITLE_CHARS = 80  # of a session's title, shown in its header
 
 
 @dataclass(frozen=True)
@@ -74,17 +85,31 @@ class Recalled:
         return tuple(t.turn_id for t in self.turns)
 
 
-def render(lines: Sequence[Line]) -> str:
-    """Chronological lines grouped by session, as ``reconstruct`` renders a context."""
+def render(lines: Sequence[Line], titles: dict[str, str] | None = None) -> str:
+    """Chronological lines grouped by session, as ``reconstruct`` renders a context; a
+    session's header names it by its title in ``titles`` (by session key) when it has one."""
     out = [NOTE]
     current: str | None = None
     for ln in lines:
         if ln.session != current:
-            out += ["", f"# {display_time(ln.when)} (session {escape(ln.session)})"]
+            title = (titles or {}).get(ln.session, "")
+            name = f'"{escape(title)}"' if title else escape(ln.session)
+            out += ["", f"# {display_time(ln.when)} (session {name})"]
             current = ln.session
         who = f" {escape(ln.speaker)}:" if ln.speaker else ""
         out.append(f"[{ln.turn_id}]{who} {quote(ln.text)}")
     return "\n".join(out)
+
+
+def titles_of(store: Store, session_ids: Sequence[int]) -> dict[str, str]:
+    """Session key -> its title (clipped to ``TITLE_CHARS``), for those that have one."""
+    out: dict[str, str] = {}
+    for sid in dict.fromkeys(session_ids):
+        head = views.session_head(store.conn, sid)
+        if head is not None and head.title.strip():
+            title = " ".join(head.title.split())
+            out[head.key] = title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
+    return out
 
 
 def _line_of(t: EvidenceTurn | TurnRow) -> Line:
@@ -93,51 +118,92 @@ def _line_of(t: EvidenceTurn | TurnRow) -> Line:
     return Line(t.turn_id, t.session, t.timestamp, t.speaker, t.text)
 
 
-def _fit(lines: list[Line], budget: int) -> list[Line]:
+def _fit(lines: list[Line], budget: int, titles: dict[str, str]) -> list[Line]:
     """The last lines that fit ``budget`` tokens (words x 1.3 of their rendered text)."""
     kept: list[Line] = []
     for ln in reversed(lines):
-        if tokens_for_words(count_words(render([*kept, ln]))) > budget:
+        if tokens_for_words(count_words(render([*kept, ln], titles))) > budget:
             break
         kept.insert(0, ln)
     return kept
 
 
-def session_start(store: Store, project: ProjectScope, session_id: str, budget: int) -> Recalled:
-    """Where the project's last session left off, and what was decided or left open."""
-    recent = [_line_of(r) for r in queries.latest_project_turns(store.conn, project, session_id, LEFT_OFF_TURNS)]
-    recent = _fit(recent, int(budget * LEFT_OFF_SHARE))
+def _tokens(parts: Sequence[str]) -> int:
+    return tokens_for_words(count_words("\n\n".join(parts)))
+
+
+def session_start(
+    store: Store, project: ProjectScope, session_id: str, budget: int, about: projectinfo.About | None = None
+) -> Recalled:
+    """The project's own memory and the person's statements that bear on it (module
+    docstring). ``about``: what the folder says about itself (default: read from its root)."""
+    rows = queries.latest_project_turns(store.conn, project, session_id, LEFT_OFF_TURNS)
+    titles = titles_of(store, [r.session_id for r in rows])
+    recent = _fit([_line_of(r) for r in rows], int(budget * LEFT_OFF_SHARE), titles)
     parts: list[str] = []
     handed = [RecallTurn(ln.turn_id, "recent", 0.0, "the last session in this project") for ln in recent]
     if recent:
-        parts.append("localmem: where the last session in this project left off\n" + render(recent))
-    left = budget - tokens_for_words(count_words("\n\n".join(parts)))
-    if left > 50:
+        parts.append("localmem: where the last session in this project left off\n" + render(recent, titles))
+    own = set(queries.project_sessions(store.conn, project))
+    left = budget - _tokens(parts) - int(budget * PERSONAL_SHARE)
+    if own and left > 50:
         ctx = reconstruct(store, DECIDED, left - 20, scope=project, exclude_session=session_id or None)
         shown = {t.turn_id for t in handed}
-        kept = [t for t in ctx.turns if t.turn_id not in shown]
+        # only the project's own turns: a decision elsewhere, or a person's talk about
+        # themselves, is not what was decided in this project
+        kept = [t for t in ctx.turns if t.turn_id not in shown and t.session_id in own]
         if kept:
-            decided = [_line_of(t) for t in kept]
-            parts.append("localmem: decided and still open in this project (recalled by relevance)\n" + render(decided))
+            titles = titles_of(store, [t.session_id for t in kept])
+            decided = render([_line_of(t) for t in kept], titles)
+            parts.append("localmem: decided and still open in this project (recalled by relevance)\n" + decided)
             handed += [RecallTurn(t.turn_id, t.reason, float(t.score), t.why) for t in kept]
+    left = budget - _tokens(parts)
+    if left > 50:
+        about = projectinfo.about(project.root, project.repository) if about is None else about
+        shown = {t.turn_id for t in handed}
+        said = [
+            (t, c)
+            for t, c in personal.bearing(
+                store, project, about, min(left, int(budget * PERSONAL_SHARE)) - 20, session_id
+            )
+            if t.turn_id not in shown
+        ]
+        if said:
+            titles = titles_of(store, [t.session_id for t, _ in said])
+            lines = render([_line_of(t) for t, _ in said], titles)
+            parts.append("localmem: what you said about yourself elsewhere that may bear on this project\n" + lines)
+            why = "a statement of the person's, cosine {:.2f} to what the project says about itself"
+            handed += [RecallTurn(t.turn_id, "personal", c, why.format(c)) for t, c in said]
     if not parts:
         return Recalled("", (), query=DECIDED)
     text = injected.wrap("\n\n".join(parts), "localmem: memory of this project")
     return Recalled(text, tuple(handed), query=DECIDED, tokens=tokens_for_words(count_words(text)))
 
 
-def prompt(store: Store, project: ProjectScope, session_id: str, text: str, budget: int, bar: float | None) -> Recalled:
+def prompt(
+    store: Store,
+    project: ProjectScope,
+    session_id: str,
+    text: str,
+    budget: int,
+    bar: float | None,
+    given: frozenset[int] = frozenset(),
+) -> Recalled:
     """The memory relevant to ``text``, or nothing below ``bar`` (``None``: the bar of the
-    embedder that reads the store, ``prompt_bar_of``)."""
+    embedder that reads the store, ``prompt_bar_of``); turns in ``given`` (what this session
+    was handed already) left out."""
     ctx = reconstruct(store, text, budget, scope=project, exclude_session=session_id or None)
     best = float(ctx.stats.get("best_cosine", 0.0)) if ctx.turns else None
     # the store's embedder after the read: a store that follows its record may have switched
     if best is None or best < (prompt_bar_of(store.embedder) if bar is None else bar):
         return Recalled("", (), best, query=text)
-    body = render([_line_of(t) for t in ctx.turns])
-    handed = tuple(RecallTurn(t.turn_id, t.reason, float(t.score), t.why) for t in ctx.turns)
+    turns = [t for t in ctx.turns if t.turn_id not in given]
+    if not turns:
+        return Recalled("", (), best, query=text)
+    body = render([_line_of(t) for t in turns], titles_of(store, [t.session_id for t in turns]))
+    handed = tuple(RecallTurn(t.turn_id, t.reason, float(t.score), t.why) for t in turns)
     wrapped = injected.wrap(body, "localmem: memory that may bear on this prompt")
-    return Recalled(wrapped, handed, best, query=text, tokens=ctx.tokens)
+    return Recalled(wrapped, handed, best, query=text, tokens=tokens_for_words(count_words(wrapped)))
 
 
 def answer(store: Store, ask: HookAsk) -> dict[str, Any]:
@@ -146,10 +212,12 @@ def answer(store: Store, ask: HookAsk) -> dict[str, Any]:
     kept the injected lines or the recall log from being written, when something did).
     Raises what the read raises (a locked store, a bad project path)."""
     project = project_scope(ask.project)
+    client = f"hook:{ask.agent}"
     if ask.event == "session-start":
         got = session_start(store, project, ask.session, ask.budget)
     else:
-        got = prompt(store, project, ask.session, ask.prompt, ask.budget, ask.bar)
+        given = recalls.handed_in_session(store.conn, client, ask.session, "session-start") if ask.session else None
+        got = prompt(store, project, ask.session, ask.prompt, ask.budget, ask.bar, given or frozenset())
     out: dict[str, Any] = {"text": got.text, "turns": len(got.turns)}
     if got.best_cosine is not None:
         out["best_cosine"] = round(got.best_cosine, 3)
@@ -161,7 +229,7 @@ def answer(store: Store, ask: HookAsk) -> dict[str, Any]:
         out["not_recorded"] = _kind(exc)
     query = secrets.redact(got.query[: recalls.QUERY_CHARS])  # as ``recalls.from_context`` keeps a query
     rec = RecallWrite(
-        f"hook:{ask.agent}",
+        client,
         ask.event,
         query,
         ask.budget,

@@ -72,7 +72,8 @@ def test_session_start_and_prompt_reply_in_each_clients_shape(stored: Path) -> N
     assert "left off" in text and "Module 3 returns an empty list for empty input; done." in text
     for client, name in (("codex", "SessionStart"), ("gemini", "SessionStart")):
         assert "Module 3" in context_of(hook(stored, "session-start", start, client), name)
-    ask = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
+    # another session: a prompt does not repeat what its session's start gave (test_context_given.py)
+    ask = {"session_id": "prompt-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
     for client, name in (("claude-code", "UserPromptSubmit"), ("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent")):
         assert "Module 2 returns an empty list" in context_of(hook(stored, "prompt", ask, client), name)
     # another project sees none of this project's agent talk

@@ -239,6 +239,25 @@ def turn_recalls(conn: db.Conn, turn_id: int, limit: int = 10) -> Counted[TurnRe
     return Counted(total, [TurnRecall(str(q), int(n), str(cl), str(last)) for q, n, cl, last in rows])
 
 
+def handed_in_session(conn: db.Conn, client: str, session: str, since_tool: str) -> frozenset[int]:
+    """The turns ``client`` was handed in its session ``session`` since the session's last
+    call by ``since_tool`` (that call included; every call when it has none): what the
+    agent's context holds already. A hook's prompt leaves them out (``resident.recall``);
+    a session start after a compaction begins again, so the turns before it count no more."""
+    row = conn.execute(
+        "SELECT max(id) FROM recall_calls WHERE client = ? AND session = ? AND tool = ?", (client, session, since_tool)
+    ).fetchone()
+    first = int(row[0]) if row and row[0] is not None else 0
+    return frozenset(
+        int(r[0])
+        for r in conn.execute(
+            "SELECT DISTINCT r.turn_id FROM recall_turns r JOIN recall_calls c ON c.id = r.call_id "
+            "WHERE c.client = ? AND c.session = ? AND c.id >= ?",
+            (client, session, first),
+        )
+    )
+
+
 def turn_recall_sessions(conn: db.Conn, turn_id: int, limit: int = 10) -> list[tuple[str, str, int, str]]:
     """The client sessions (those a client named, e.g. an agent's) whose calls handed
     ``turn_id`` most: (client, session, calls, last time)."""
