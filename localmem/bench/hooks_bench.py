@@ -39,12 +39,13 @@ from typing import Any
 
 from localmem.bench import agent_logs, metrics, scale, synthetic
 from localmem.config import Settings
-from localmem.hooks import status
+from localmem.hooks import background, status
 from localmem.ingest import locomo as locomo_ingest
 from localmem.memory import open_store
 from localmem.models.registry import default_embedder
 from localmem.resident import client, wire
 from localmem.retrieval.reconstruct import reconstruct
+from localmem.storage.bench import reads as bench_reads
 from localmem.storage.bench import synthetic as bench_rows
 from localmem.storage.engine import db
 
@@ -119,17 +120,94 @@ def run(
         _recall_rounds(settings.db, hook, env, questions[:1], 1)  # the server's first read loads its mirrors
         out["resident"] = _recall_rounds(settings.db, hook, env, questions, starts)
         out["resident"]["server_ready_s"] = round(started_s, 1)
-    log = work / "transcript.jsonl"
-    session = "5e551011-0000-4000-8000-000000000001"
+    out["stop"] = _stops(work, hook, env, stops, foreground=False)
+    out["stop_foreground"] = _stops(work, hook, env, stops, foreground=True)
+    return out
+
+
+def _stops(work: Path, hook: list[str], env: dict[str, str], stops: int, *, foreground: bool) -> dict[str, Any]:
+    """Stops that each ingest one new exchange: the agent's wait (the process, start to
+    exit) and, for the background path, the time until the worker has counted the run."""
+    log = work / ("transcript-fg.jsonl" if foreground else "transcript.jsonl")
+    session = "5e551011-0000-4000-8000-00000000000" + ("2" if foreground else "1")
     log.write_text("", "utf-8")
+    if foreground:
+        env = {**env, background.FOREGROUND_ENV: "1"}
+    store = Path(hook[hook.index("--db") + 1])
     times: list[_Run] = []
+    done_s: list[float] = []
     for i in range(stops):
         with log.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
         payload = {"session_id": session, "transcript_path": str(log), "cwd": FOLDERS[0]}
+        runs = _runs(store, "stop")
+        t0 = time.perf_counter()
         times.append(_timed([*hook, "stop", "--client", "claude-code"], json.dumps(payload).encode(), env)[0])
-    out["stop"] = _stats(times, 0)
-    return out
+        _settle(store, "stop", runs + 1, 600)
+        done_s.append(time.perf_counter() - t0)
+    got = _stats(times, 0)
+    got["ingested_p50_ms"] = round(statistics.median(done_s) * 1000)
+    return got
+
+
+def locked_stops(work: Path, exchanges: int = 4_000, stops: int = 6, hold_s: float = 10.0) -> dict[str, Any]:
+    """The agent's side of Stops that meet a held write lock on a long transcript:
+    ``exchanges`` exchanges (5 lines each: 4,000 is a 20,000-line transcript) and ``stops``
+    Stop hooks fired while another connection holds the store's write lock for
+    ``hold_s`` seconds; each hook's wait, and the time from the lock's release until every
+    run is counted and every turn stored."""
+    store = work / "locked.db"
+    for suffix in ("", "-wal", "-shm", "-hooks.json"):
+        Path(f"{store}{suffix}").unlink(missing_ok=True)
+    log = work / "long.jsonl"
+    session = "5e551011-0000-4000-8000-000000000003"
+    log.write_text("\n".join(agent_logs.transcript(session, FOLDERS[0], 1)) + "\n", "utf-8")
+    env = _env()
+    hook = [sys.executable, "-m", "localmem.hooks", "--db", str(store), "stop", "--client", "claude-code"]
+    payload = json.dumps({"session_id": session, "transcript_path": str(log), "cwd": FOLDERS[0]}).encode()
+    _timed(hook, payload, env)
+    _settle(store, "stop", 1, 600)  # the store exists, with the first exchange
+    with log.open("a", encoding="utf-8") as fh:
+        for i in range(1, exchanges):
+            fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
+    holder = db.connect(store)
+    try:
+        with db.transaction(holder):  # another process's write lock, for hold_s seconds
+            waits = [_timed(hook, payload, env)[0] for _ in range(stops)]
+            time.sleep(max(0.0, hold_s - sum(w.wall for w in waits)))
+            counted_in_lock = _runs(store, "stop") - 1
+        released = time.perf_counter()
+        _settle(store, "stop", 1 + stops, 900)
+        after_s = time.perf_counter() - released
+        stored = bench_reads.count_turns(holder)
+    finally:
+        holder.close()
+    got = _stats(waits, 0)
+    ran = status.read(store)
+    return {
+        **got,
+        "lines": 5 * exchanges,
+        "held_s": hold_s,
+        "counted_while_locked": counted_in_lock,
+        "all_ingested_after_release_s": round(after_s, 1),
+        "turns_stored": stored,
+        "turns_expected": len(agent_logs.expected_turns(exchanges)),
+        "failures": ran.get("failures") or {},
+    }
+
+
+def _runs(store: Path, event: str) -> int:
+    runs: int = status.read(store).get("events", {}).get(event, {}).get("runs", 0)
+    return runs
+
+
+def _settle(store: Path, event: str, runs: int, timeout: float) -> None:
+    """Wait until ``event`` is counted ``runs`` times (a background worker counts each run once done)."""
+    end = time.monotonic() + timeout
+    while _runs(store, event) < runs:
+        if time.monotonic() > end:
+            raise RuntimeError(f"{event}: run {runs} was never counted")
+        time.sleep(0.01)
 
 
 def _recall_rounds(
