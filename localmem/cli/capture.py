@@ -51,7 +51,9 @@ def add_capture(sub: Subparsers) -> None:
         help="store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat) from their folders",
         description="Read every session log the agents keep (~/.claude/projects, $CODEX_HOME or ~/.codex/sessions, "
         "~/.gemini/tmp, VS Code's chatSessions under its User folder) and store what is not stored yet. Resumable and idempotent: run it again any time; "
-        "`localmem watch` (no folder) keeps up from then on. Secrets are redacted before anything is stored.",
+        "`localmem watch` (no folder) keeps up from then on. Secrets are redacted before anything is stored. "
+        "A log written in the last 2 minutes is read up to the step its agent is still in; capture names such logs "
+        "and the time from which it reads them whole (--json: held).",
     )
     add_agent_flags(c)
     c.add_argument("--json", action="store_true", help="print a JSON summary (and no progress)")

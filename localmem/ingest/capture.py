@@ -26,7 +26,10 @@ Invariants:
   in ``ingest_files``), and a file whose stored state says it was read to its end at its
   present size and time is not opened at all; a second backfill stores nothing new;
 - a log written in the last ``RECENT`` seconds is read with ``hold`` (a step the agent is
-  still in is left for the next read: ``ingest._agent``); an older one is read to its end;
+  still in is left for the next read: ``ingest._agent``); an older one is read to its end.
+  A log whose open step was held back is named in the report (``held``) with the time
+  from which a backfill reads it whole (its last write + ``RECENT``), so nothing is held
+  back without saying so;
 - one bad file never stops a backfill: it is reported (file and reason) and the next is
   read; a store that cannot be written stops it (``StoreError`` propagates).
 """
@@ -179,6 +182,7 @@ class CaptureReport:
     skipped: Counter[str] = field(default_factory=Counter)
     by_client: dict[str, Counter[str]] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)  # file, client, after (unix s)
     stopped: bool = False
     seconds: float = 0.0
 
@@ -194,6 +198,7 @@ class CaptureReport:
             "skipped": dict(self.skipped),
             "by_client": {c: dict(n) for c, n in self.by_client.items()},
             "errors": self.errors,
+            "held": [{**h, "after": _local(h["after"], "%Y-%m-%dT%H:%M:%S")} for h in self.held],
             "stopped": self.stopped,
             "seconds": round(self.seconds, 2),
         }
@@ -207,7 +212,26 @@ class CaptureReport:
             text += f", {len(self.errors)} files skipped (see --json)"
         if self.stopped:
             text += " (stopped early; run it again to continue)"
-        return text + f", in {self.seconds:.1f} s"
+        text += f", in {self.seconds:.1f} s"
+        if self.held:
+            n = len(self.held)
+            logs, them, settle = ("logs", "them", "they settle") if n != 1 else ("log", "it", "it settles")
+            after = _local(max(h["after"] for h in self.held), "%H:%M:%S")
+            text += (
+                f"\nheld back the last step of {n} {logs} written in the last {RECENT / 60:g} minutes (still being "
+                f"written): `localmem capture` reads {them} after {after}, `localmem watch` as soon as {settle}"
+            )
+        return text
+
+
+def _local(t: float, fmt: str) -> str:
+    return time.strftime(fmt, time.localtime(t))
+
+
+def held_back(store: Store, path: Path) -> bool:
+    """Whether the last read of ``path`` stopped before the end it saw (an open step held)."""
+    records = state.for_path(store.conn, path)
+    return bool(records) and all(r.cursor.offset < r.stat.size for r in records)
 
 
 def every_log(locs: Iterable[Location]) -> Iterator[tuple[Location, Path]]:
@@ -249,7 +273,8 @@ def backfill(
             break
         counts = report.by_client.setdefault(loc.client, Counter())
         try:
-            recent = now() - path.stat().st_mtime < RECENT
+            mtime = path.stat().st_mtime
+            recent = now() - mtime < RECENT
             got = runner.ingest_file(store, path, loc.format, skip_bad=True, hold=recent, should_stop=should_stop)
         except StoreError:
             raise
@@ -264,6 +289,8 @@ def backfill(
             report.skipped.update(got.skipped)
             report.errors.extend({"file": str(path), "client": loc.client, **e} for e in got.errors)
             counts.update(files=1, new=got.new, already_present=got.already_present)
+            if recent and not got.stopped and held_back(store, path):
+                report.held.append({"file": str(path), "client": loc.client, "after": mtime + RECENT})
             if got.stopped:
                 report.stopped = True
                 break
