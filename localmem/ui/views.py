@@ -2,7 +2,7 @@
 
 They reuse the library where it has the answer (``retrieval.trace`` for Ask, ``toolkit``
 for a turn's cues and tags, ``enrichment.layers`` for coverage, the recall log for what
-recalled a turn) and otherwise the named reads of ``localmem.storage.reads.views`` (no SQL
+recalled a turn, ``models.llm`` for whether a model can answer at all) and otherwise the named reads of ``localmem.storage.reads.views`` (no SQL
 here). The browser's pages (Find, Timeline, a session) are ``browse``, its writes
 ``forgetting``, the recall log's page ``injected``. Errors are the library's
 (``InputError``, ``NotFound``); the app translates them.
@@ -14,6 +14,8 @@ import re
 from typing import Any
 
 from localmem.enrichment.layers import layer_stats
+from localmem.errors import ModelError
+from localmem.models.llm import embedded_model_path, is_embedded_model, model_layer_installed
 from localmem.retrieval.trace import trace
 from localmem.storage.layers.queue import parked
 from localmem.storage.reads import views
@@ -100,6 +102,21 @@ def turn(store: Store, turn_id: int) -> dict[str, Any]:
     }
 
 
+def model_in_use(model: str | None) -> str:
+    """The Health page's model card: the model that answers, or why none does (a lean
+    install has no model layer; a configured model is then unused)."""
+    if not model_layer_installed():
+        unused = f"; the configured {model} is unused" if model else ""
+        return f"not installed: the model layer (llama-cpp-python, the `llm` extra) is absent{unused}; enrich, answer and explore need it"
+    if model and not is_embedded_model(model):
+        return model
+    try:
+        path = embedded_model_path()
+    except ModelError:
+        return "none: no model configured and the embedded test model is not installed (set `model` to a GGUF file)"
+    return f"embedded default ({path.name}, a test model)"
+
+
 def health(store: Store) -> dict[str, Any]:
     """Layer coverage, the job queue by kind and state (running and parked ones with
     their errors), the models, and the database's size."""
@@ -127,7 +144,7 @@ def health(store: Store) -> dict[str, Any]:
         "last_turn": stats["last_turn"],
         "embedder": stats["embedder"],
         "embedder_dim": stats["embedder_dim"],
-        "model": settings.model or "embedded default (SmolLM2-135M, a test model)",
+        "model": model_in_use(settings.model),
         "enrichment_models": layers["models"],
         "layers": layers,
         "jobs": jobs,

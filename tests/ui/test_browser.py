@@ -11,6 +11,7 @@ store).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,36 @@ def test_agent_sessions_filter_by_project_and_show_it(browser: Any, tmp_path: Pa
         assert console_errors(browser) == []
     finally:
         srv.stop()
+
+
+class _NoModelLayer:
+    """A finder that answers for llama_cpp as an install without the `llm` extra does."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "llama_cpp" or name.startswith("llama_cpp."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def model_card(driver: Any) -> str:
+    """The Health page's model card's value (its label is upper-cased by the style sheet)."""
+    for card in css(driver, ".cards .card"):
+        if card.find_element("css selector", ".k").text.lower() == "model":
+            return str(card.find_element("css selector", ".v").text)
+    return ""
+
+
+def test_health_names_the_model_as_it_is(browser: Any, server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model card says what answers here; with no model layer installed, that none can
+    (it named the embedded default model before, which then cannot run)."""
+    login(browser, server)
+    browser.get(f"{server.base}/#/health")
+    text = until(browser, model_card)
+    assert "not installed" not in text and ("embedded default" in text or "none:" in text), text
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_NoModelLayer(), *sys.meta_path])
+    browser.get(f"{server.base}/#/turn/1")  # away and back: the page asks again
+    browser.get(f"{server.base}/#/health")
+    text = until(browser, lambda d: "not installed" in model_card(d) and model_card(d))
+    assert "llama-cpp-python" in text and "embedded default" not in text, text
+    assert console_errors(browser) == []
