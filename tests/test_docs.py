@@ -271,3 +271,79 @@ def test_the_readme_python_example_runs(
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
     assert "I moved to Porto in May." in capsys.readouterr().out and (tmp_path / "memory.db").is_file()
+
+
+# -- docs/capture.md and docs/ui.md against the hooks and the web view (#50 item 3) ---------------------
+
+
+def _hook_table() -> dict[str, dict[str, str]]:
+    """docs/capture.md's table of hook events: localmem event -> client -> the cell."""
+    text = (DOCS / "capture.md").read_text("utf-8")
+    head = "| event | Claude Code | Codex CLI | Gemini CLI |"
+    lines = text[text.index(head) :].splitlines()
+    rows: dict[str, dict[str, str]] = {}
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(("claude-code", "codex", "gemini"), cells[1:4], strict=True))
+    return rows
+
+
+def test_the_hook_events_capture_md_names_are_the_ones_install_writes(tmp_path: Path) -> None:
+    from localmem.hooks import install
+    from localmem.hooks.events import CLIENT_EVENTS, CLIENTS, EVENTS
+
+    table = _hook_table()
+    assert list(table) == list(EVENTS)
+    for client in CLIENTS:
+        target = tmp_path / client / "settings.json"
+        install.install(tmp_path / "m.db", client, target)
+        written = set(json.loads(target.read_text("utf-8"))["hooks"])
+        for event in EVENTS:
+            cell = table[event][client]
+            if event in CLIENT_EVENTS[client]:
+                assert cell == f"`{CLIENT_EVENTS[client][event]}`" and cell.strip("`") in written, (client, event)
+            else:
+                assert cell.startswith("none"), (client, event, cell)
+    assert set(install.TIMEOUTS) == set(EVENTS)
+
+
+def test_capture_md_names_codex_s_feature_key_as_install_reads_it(tmp_path: Path) -> None:
+    from localmem.hooks import install
+
+    text = " ".join((DOCS / "capture.md").read_text("utf-8").split())
+    assert "`[features] hooks`" in text and "`codex_hooks`, the older name" in text
+    for key in ("hooks", "codex_hooks"):
+        (tmp_path / "config.toml").write_text(f"[features]\n{key} = false\n", "utf-8")
+        assert install._codex_features(tmp_path / "config.toml") == [
+            f"hooks are turned off in {tmp_path / 'config.toml'} ([features] {key} = false): turn them on for these to run"
+        ]
+    (tmp_path / "config.toml").write_text("[features]\nhooks = true\ncodex_hooks = false\n", "utf-8")
+    assert install._codex_features(tmp_path / "config.toml") == []  # the canonical key wins
+    # the trust words status prints are the ones the docs list
+    for word in ("trusted", "not trusted", "changed since trusted", "turned off", "unknown"):
+        assert f"`{word}`" in text
+
+
+def test_every_hook_failure_kind_is_in_capture_md() -> None:
+    from localmem.hooks import status
+
+    text = (DOCS / "capture.md").read_text("utf-8")
+    listed = text[text.index("counted and named, to `<db>-hooks.json`") :][:1200]
+    assert [k for k in status.KINDS if f"`{k}`" not in listed] == []
+
+
+def test_ui_md_says_what_token_does_as_the_gate_does() -> None:
+    """`?token=` is documented where the gate reads it from the query, and as what it does
+    there: a 303 to the URL without it, setting the cookie (tests/ui/test_ui.py runs it)."""
+    gate = (ROOT / "localmem" / "ui" / "security.py").read_text("utf-8")
+    text = " ".join((DOCS / "ui.md").read_text("utf-8").split())
+    reads_query = 'query.get("token")' in gate
+    assert ("?token=" in text) == reads_query
+    assert "answered `303` to the same URL without it, setting the cookie" in text
+    assert "`X-Localmem-Token`" in text and 'HEADER = "x-localmem-token"' in gate
+    # the recall log: the hooks write it (resident.recall), and ui.md says so
+    recall = (ROOT / "localmem" / "resident" / "recall.py").read_text("utf-8")
+    assert 'client = f"hook:{ask.agent}"' in recall and "recalls.log(" in recall
+    assert "do not write to it yet" not in text and "`hook:claude-code`" in text

@@ -41,9 +41,17 @@ def add_hooks(sub: Subparsers) -> None:
     )
     hsub = c.add_subparsers(title="actions", metavar="ACTION")
     for name, helptext in (
-        ("install", "merge the hook entries into the client's settings file (a backup first)"),
+        (
+            "install",
+            "merge the hook entries into the client's settings file (a backup first); `localmem --key-file FILE "
+            "hooks install` puts the key file's path into each entry; Codex then asks you to trust them in /hooks",
+        ),
         ("uninstall", "take localmem's hook entries out of the client's settings file (a backup first)"),
-        ("status", "which hooks are installed, and what they did (runs, replies, failures, the last error)"),
+        (
+            "status",
+            "which hooks are installed and runnable (interpreter, key file, Codex's trust), and what they did "
+            "(runs, replies, failures, the last error)",
+        ),
     ):
         a = hsub.add_parser(name, help=helptext, description=helptext)
         a.add_argument(
