@@ -1,5 +1,7 @@
-"""``localmem redact --scan``: find the secrets and private spans older versions stored and
-take them out (``localmem.storage.write.redaction``); ``--dry-run`` only counts them."""
+"""``localmem redact --scan``: find the secrets and private spans older versions stored (or
+that today's guard catches and an older one missed) and take them out
+(``localmem.storage.write.redaction``); ``--dry-run`` only counts them, by kind, and names
+the turns. Never prints a secret: kinds, counts and turn ids only."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from localmem.errors import InputError
 from localmem.storage.write import redaction
 from localmem.util.progress import Progress
 
+TURNS_SHOWN = 20  # turn ids printed (--json: all)
 OUT_OF_REACH = (
     "sync segments already written (immutable; the next `localmem sync` carries the forgets and the rewritten turns)",
     "replicas and backups made before now (make new ones; delete the old ones)",
@@ -27,12 +30,15 @@ def add_redact(sub: Subparsers) -> None:
         help="find and take out secrets and private spans that older versions stored",
         description="Scan every turn, session field, edge reason, topic label, model reply and journal row for "
         "secrets (replaced by [secret: kind]) and <private> spans (dropped), rewrite what holds any, then rebuild "
-        "the file so no copy of the old text is left in it. --dry-run only counts. Stop other localmem processes "
-        "first, or the file cannot be rebuilt.",
+        "the file so no copy of the old text is left in it. Finds what older versions stored and what an older "
+        "guard missed. --dry-run only counts (by kind, with the turn ids; never the secrets). Stop other localmem "
+        "processes first, or the file cannot be rebuilt.",
     )
     c.add_argument("--scan", action="store_true", required=True, help="scan the whole store (required)")
     c.add_argument(
-        "--dry-run", action="store_true", help="count what would be redacted, by place and kind; change nothing"
+        "--dry-run",
+        action="store_true",
+        help="count what would be redacted, by place and kind, and name the turns; change nothing",
     )
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -50,7 +56,8 @@ def cmd_redact(args: argparse.Namespace, settings: Settings) -> int:
         if not args.dry_run and (found.places or found.turns):
             with Progress("redact", len(found.turns), unit="turns", quiet=quiet) as bar:
                 done = redaction.apply(store, found, progress=bar.advance).to_dict()
-    result = {"dry_run": args.dry_run, "found": found.to_dict(), "applied": done, "out_of_reach": list(OUT_OF_REACH)}
+    report = {**found.to_dict(), "turn_ids": list(found.turns)}
+    result = {"dry_run": args.dry_run, "found": report, "applied": done, "out_of_reach": list(OUT_OF_REACH)}
     if args.json:
         print_json(result)
         return 0
@@ -60,6 +67,12 @@ def cmd_redact(args: argparse.Namespace, settings: Settings) -> int:
     )
     for kind, n in found.kinds.most_common():
         print(f"  {kind:<24} {n}")
+    if found.turns:
+        shown = ", ".join(str(t) for t in found.turns[:TURNS_SHOWN])
+        more = (
+            f" and {len(found.turns) - TURNS_SHOWN} more (--json lists all)" if len(found.turns) > TURNS_SHOWN else ""
+        )
+        print(f"turns: {shown}{more}")
     if args.dry_run:
         print("dry run: nothing changed")
         return 0

@@ -1,9 +1,11 @@
-"""The planted-secret corpus (222 secrets of 37 kinds, 20 private spans) through every way
+"""The planted-secret corpus (222 secrets of 37 kinds, one of each of the 94 kinds in 14
+forms of ``localmem.bench.secrets_corpus``, 20 private spans) through every way
 capture brings text in: `localmem capture` of the agents' folders, the Stop hook, the
 prompt hook (its prompt is read, never stored), `localmem watch` following a growing
 transcript (the real watchdog), and MCP `remember` in a real MCP client session over
 stdio. Then `localmem sync DIR`, `localmem export` and `localmem backup`: no planted value
-is in any file of the store's folder, the sync folder, the export or the backup. And a
+is in any file of the store's folder, the sync folder (each segment's body decompressed),
+the export or the backup. And a
 store written by an older version (the guard off) is cleaned by `localmem redact --scan`:
 counted by kind first (--dry-run), then nothing of it left in any file."""
 
@@ -15,17 +17,40 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 
-from localmem.bench import agent_logs
+from localmem.bench import agent_logs, secrets_corpus
 from tests.util.secret_corpus import Planted, corpus, needles, private_spans
 
-PLANTED = corpus(6)
+FORMS = secrets_corpus.corpus(1, seed=29)
+FORM_NEEDLES = {s.text: s.needles for s in FORMS}
+PLANTED = [*corpus(6), *(Planted(s.kind, s.needles[0], s.text) for s in FORMS)]
 PRIVATE = private_spans(20)
+
+
+def needles_of(p: Planted) -> list[str]:
+    """What must not be stored of ``p``: the forms corpus names its own needles."""
+    return list(FORM_NEEDLES.get(p.text, ())) or needles(p)
+
+
+def readable(f: Path, opened: list[Path]) -> bytes:
+    """A file's bytes; a sync segment's with its zlib body decompressed after them (the
+    header says whether it is encrypted: these are not), noted in ``opened``."""
+    data = f.read_bytes()
+    if f.suffix == ".seg" and data.startswith(b"LMSEG/"):
+        first = data.index(b"\n") + 1
+        second = data.index(b"\n", first)
+        assert json.loads(data[first:second])["encrypted"] is None
+        data += zlib.decompress(data[second + 1 :])
+        opened.append(f)
+    return data
+
+
 CWD = "/home/dev/vault"
 
 
@@ -59,14 +84,15 @@ def run(*argv: str, home: Path | None = None, stdin: bytes | None = None) -> sub
     return proc
 
 
-def leaks(*places: Path) -> dict[str, list[str]]:
-    """Planted values found, by file, in every file under ``places``."""
+def leaks(*places: Path, opened: list[Path] | None = None) -> dict[str, list[str]]:
+    """Planted values found, by file, in every file under ``places`` (sync segments
+    decompressed: ``readable``)."""
     found: dict[str, list[str]] = {}
     for place in places:
         files = [place] if place.is_file() else sorted(p for p in place.rglob("*") if p.is_file())
         for f in files:
-            data = f.read_bytes()
-            hits = [n for p in PLANTED for n in needles(p) if n.encode() in data]
+            data = readable(f, [] if opened is None else opened)
+            hits = [n for p in PLANTED for n in needles_of(p) if n.encode() in data]
             hits += [m for m in PRIVATE if m.encode() in data]
             if hits:
                 found[str(f)] = hits
@@ -150,7 +176,10 @@ def test_planted_secrets_reach_no_file_by_any_capture_path(tmp_path: Path) -> No
     backup = tmp_path / "backup.db"
     run("-m", "localmem", "--db", str(db), "backup", str(backup))
     assert any(sync_dir.rglob("*")) and export.stat().st_size > 0 and backup.stat().st_size > 0
-    assert leaks(folder, sync_dir, export, backup) == {}
+    segments: list[Path] = []
+    assert leaks(folder, sync_dir, export, backup, opened=segments) == {}
+    assert segments  # the segments were read decompressed: what they carry was searched
+    assert any(b"[secret: " in readable(f, []) for f in segments)  # decompressed, the redacted text is there
     text = export.read_text("utf-8")
     assert "Notes:" in text and text.count("[secret: ") >= 200  # what is around them is kept
 
@@ -174,6 +203,10 @@ def test_redact_scan_cleans_what_an_older_version_stored(tmp_path: Path) -> None
     dry = json.loads(run("-m", "localmem", "--db", str(db), "redact", "--scan", "--dry-run", "--json").stdout)
     assert dry["applied"] is None and dry["found"]["places"]["turns"] == 12
     assert len(dry["found"]["kinds"]) >= 20 and dry["found"]["kinds"]["private span"] == 12
+    assert len(dry["found"]["turn_ids"]) == 12  # the turns named, by id
+    shown = run("-m", "localmem", "--db", str(db), "redact", "--scan", "--dry-run").stdout
+    assert b"turns: " in shown and b"aws-access-key" in shown
+    assert not [n for p in PLANTED for n in needles_of(p) if n.encode() in shown]  # never the secret itself
     assert leaks(folder)  # a dry run changes nothing
 
     done = json.loads(run("-m", "localmem", "--db", str(db), "redact", "--scan", "--json").stdout)
@@ -188,5 +221,5 @@ def test_redact_scan_cleans_what_an_older_version_stored(tmp_path: Path) -> None
     rows = [json.loads(x) for x in export.read_text("utf-8").splitlines() if x.strip()]
     prompts = [r["text"] for r in rows if r.get("text", "").startswith("Step ")]
     assert [p.split(":")[0] for p in prompts] == [f"Step {i}" for i in range(12)]
-    assert all("[secret: " in p and "PRIVATE" not in p for p in prompts)
+    assert all("[secret: " in p and not any(m in p for m in PRIVATE) for p in prompts)
     assert leaks(export) == {}

@@ -121,9 +121,10 @@ def _documented(value: str) -> bool:
 
 
 def _merge(spans: Iterable[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """Overlapping spans joined (the kind of the one that starts first, the longest on a tie)."""
+    """Overlapping spans joined: the kind of the one that starts first, the longest on a
+    tie, then any kind before the generic ``secret`` (a query parameter's), then by name."""
     out: list[tuple[int, int, str]] = []
-    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1], s[2] == "secret", s[2])):
         if out and start < out[-1][1]:
             prev = out[-1]
             out[-1] = (prev[0], max(prev[1], end), prev[2])

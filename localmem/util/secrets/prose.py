@@ -34,6 +34,8 @@ _TRAIL = ".,;:?)]}>\u2019\u201d"
 def prose(text: str) -> Iterator[tuple[int, int, str]]:
     """Every secret said after a password or key word in ``text`` (module docstring)."""
     for m in _PASSWORD.finditer(text):
+        if text[max(0, m.start() - 1) : m.start()] in ("?", "&", "_", ".", "-", "/", "$"):
+            continue  # a parameter or a name's part (`&password=`, `db_password`): assignments' to read
         start, value = m.start(1), _trim(m.group(1))
         if value.startswith(("*", "_", "~")) or "**" in value or "__" in value or value.endswith(("*", "_", "~")):
             continue  # markdown emphasis ("**Password Protection:**"): a heading, not a value
@@ -56,10 +58,11 @@ def _password_like(value: str) -> bool:
         return False
     if value.startswith(("http", "[")) or "://" in value:
         return False
-    symbol = bool(re.search(r"[^A-Za-z0-9]", value.strip("'-")))
+    # a sentence's "!" or "?" after a word is no symbol of a password ("a password manager!")
+    symbol = bool(re.search(r"[^A-Za-z0-9]", value.strip("'-").rstrip("!?")))
     digit = any(c.isdigit() for c in value)
     inner_capital = bool(re.search(r"[a-z][A-Z]", value))
-    if value.isalpha() and not inner_capital:
+    if value.rstrip("!?").isalpha() and not inner_capital:
         return False  # a plain word
     if symbol and not digit and not inner_capital and re.fullmatch(r"[A-Za-z]+(?:[-'][A-Za-z]+)*", value):
         return False  # a hyphenated word ("well-known")
