@@ -61,9 +61,16 @@ def bearing(
     ]
     if not picked:
         return []
-    vecs = store.embedder.embed([about.words, *(t.text for t in picked)])
-    cosines = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
-    return [(t, float(c)) for t, c in zip(picked, cosines, strict=True) if c >= bar]
+    near = cosines(store, about.words, [t.text for t in picked])
+    return [(t, c) for t, c in zip(picked, near, strict=True) if c >= bar]
+
+
+def cosines(store: Store, query: str, texts: list[str]) -> list[float]:
+    """The cosine of each of ``texts`` to ``query``, with the store's embedder."""
+    if not texts:
+        return []
+    vecs = store.embedder.embed([query, *texts])
+    return [float(c) for c in np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)]
 
 
 def _worked_in_a_project(store: Store, session_id: int) -> bool:
