@@ -27,7 +27,12 @@ from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS, read_benchmark
 from localmem.bench.preamble import Log, stderr_log, working_folder
 from localmem.cli import cable_flags
-from localmem.cli.bench_capture import add_capture_bench_parsers, add_hooks_bench_parser, add_projects_bench_parser
+from localmem.cli.bench_capture import (
+    add_capture_bench_parsers,
+    add_hooks_bench_parser,
+    add_projects_bench_parser,
+    add_session_start_bench_parser,
+)
 from localmem.cli.bench_import import add_import_parser
 from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
@@ -222,6 +227,7 @@ def add_bench_parser(sub: Any) -> None:
     add_capture_bench_parsers(bsub)
     add_hooks_bench_parser(bsub)
     add_projects_bench_parser(bsub)
+    add_session_start_bench_parser(bsub)
     add_secrets_bench_parser(bsub)
 
 

@@ -1,6 +1,7 @@
 """``localmem bench watch`` (a transcript appended to while ``watch`` follows it),
 ``localmem bench hooks`` (the agents' hooks as processes on a large store) and
-``localmem bench projects`` (project scope on a two-project fixture). Tables to stdout;
+``localmem bench projects`` (project scope on a two-project fixture) and ``localmem bench
+session-start`` (what a new project's session start injects). Tables to stdout;
 ``--json`` adds the result as one JSON line."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import hooks_bench, projects, watch_bench
+from localmem.bench import hooks_bench, projects, session_start, watch_bench
 from localmem.config import Settings
+from localmem.errors import InputError
 
 
 def add_capture_bench_parsers(bsub: Any) -> None:
@@ -170,3 +172,35 @@ def cmd_bench_projects(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(r))
     return 0
+
+
+def add_session_start_bench_parser(bsub: Any) -> None:
+    c = bsub.add_parser(
+        "session-start",
+        help="what a session start (and the first prompt) injects in new projects on a store of ~10k unrelated turns: "
+        "unrelated turns per labelled case (target 0)",
+        description="Build a store of --turns turns of chat (LoCoMo dev, LongMemEval-S from --data) plus bench "
+        "projects' three coding projects, then for each labelled case (a project folder and the first prompt there) "
+        "run the hooks' recall and count what was injected that the case does not justify.",
+    )
+    c.add_argument(
+        "--data", type=Path, required=True, help="the folder holding locomo_dev.json and longmemeval_s_dev60.json"
+    )
+    c.add_argument("--turns", type=int, default=10_000, help="chat turns in the store (default 10000)")
+    c.add_argument(
+        "--workdir", type=Path, help="keep the store (reused when present) and folders here (default: a temp dir)"
+    )
+    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
+    c.set_defaults(func=cmd_bench_session_start)
+
+
+def cmd_bench_session_start(args: argparse.Namespace, settings: Settings) -> int:
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-session-start-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if not args.data.is_dir():
+        raise InputError(f"--data {args.data}: not a folder")
+    r = session_start.run(work, args.data, args.turns, embedder=settings.embedder)
+    print(session_start.table(r))
+    if args.json:
+        print(json.dumps(r))
+    return 0 if r["session_unrelated"] == 0 else 1
