@@ -132,13 +132,18 @@ class Rig:
             home = self.home / ".codex"
             home.mkdir(parents=True, exist_ok=True)
             (home / "config.toml").write_text(
-                'model = "gpt-5"\nmodel_provider = "standin"\n\n[model_providers.standin]\nname = "stand-in"\n'
+                'model = "gpt-5"\nmodel_provider = "standin"\n\n[analytics]\nenabled = false\n\n'
+                '[model_providers.standin]\nname = "stand-in"\n'
                 f'base_url = "{self.stand_in.url}/v1"\nwire_api = "responses"\nenv_key = "STANDIN_API_KEY"\n',
                 "utf-8",
             )
         elif self.client == "gemini":
             (self.home / ".gemini").mkdir(parents=True, exist_ok=True)
-            settings = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+            settings = {
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "privacy": {"usageStatisticsEnabled": False},  # no usage pings where CI has a network
+                "general": {"enableAutoUpdate": False},
+            }
             (self.home / ".gemini" / "settings.json").write_text(json.dumps(settings), "utf-8")
         else:
             self.home.mkdir(parents=True, exist_ok=True)
@@ -204,9 +209,10 @@ def turn_texts(db: Path) -> list[str]:
     if not db.is_file():
         return []
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(5000)
     try:
         return [t.text for t in reads.turn_texts(conn)]
-    except apsw.SQLError:  # the schema is not there yet: the first ingest is still making the store
+    except (apsw.SQLError, apsw.BusyError):  # the first ingest is still making the store (its schema, WAL mode)
         return []
     finally:
         conn.close()
