@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from localmem.bench import secrets_corpus
+from localmem.bench import secrets_corpus, secrets_tokens
 from localmem.errors import InputError
+from localmem.util import secrets
 
 Guard = Callable[[list[str]], list[str]]
 _CHILD = (
@@ -46,9 +47,7 @@ _CHILD = (
 def guard(code: Path | None) -> Guard:
     """``redact`` over a list of texts: this checkout's, or ``code``'s in a child process."""
     if code is None:
-        from localmem.util.secrets import redact
-
-        return lambda texts: [redact(t) for t in texts]
+        return lambda texts: [secrets.redact(t) for t in texts]
     if not (code / "localmem" / "util").is_dir():
         raise InputError("--code: no localmem package in that folder", path=str(code))
 
@@ -107,7 +106,7 @@ def code_snippets(n: int = 300, seed: int = 7) -> list[str]:
     def r(alphabet: str, k: int) -> str:
         return "".join(rng.choice(alphabet) for _ in range(k))
 
-    hx, an, b64 = secrets_corpus.HEX, secrets_corpus.AN, secrets_corpus.B64
+    hx, an, b64 = secrets_tokens.HEX, secrets_tokens.AN, secrets_tokens.B64
     makers: list[Callable[[], str]] = [
         lambda: f"commit {r(hx, 40)}\nAuthor: Dana <dana@example.com>\n\n    fix the parser",
         lambda: f"git checkout {r(hx, 7)} && git cherry-pick {r(hx, 40)}",
