@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -75,10 +76,6 @@ class StandIn:
         with self._lock:
             self.requests.append(req)
 
-    def bodies(self) -> list[bytes]:
-        with self._lock:
-            return [r.body for r in self.requests]
-
     def conversations(self) -> list[Request]:
         """The requests that carry the conversation (the model turn), in order."""
         with self._lock:
@@ -87,13 +84,16 @@ class StandIn:
 
 def is_conversation(api: str, req: Request) -> bool:
     """Whether ``req`` is the client's model turn, not a count, a title or a routing call."""
-    if req.method != "POST":
+    try:
+        body = req.json() or {}
+    except ValueError:  # not JSON: answered 400, never a model turn
+        return False
+    if req.method != "POST" or not isinstance(body, dict):
         return False
     if api == "anthropic":
-        return req.path.split("?")[0] == "/v1/messages" and bool((req.json() or {}).get("tools"))
+        return req.path.split("?")[0] == "/v1/messages" and bool(body.get("tools"))
     if api == "openai":
         return req.path.split("?")[0].endswith("/responses")
-    body = req.json() or {}
     config = body.get("generationConfig") or {}
     side = "responseSchema" in config or "responseJsonSchema" in config
     return "Content" in req.path and not side
@@ -203,7 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: list[tuple[str | None, Any]]) -> None:
+    def _sse(self, events: Sequence[tuple[str | None, Any]]) -> None:
         text = "".join((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n" for name, data in events)
         data = text.encode()
         self.send_response(200)
