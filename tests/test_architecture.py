@@ -46,6 +46,7 @@ LAZY_ALLOWED = (
     # by the fast entry (resident/quick.py), only when it names the store
     "tomllib",
     "configparser",  # stdlib, but it compiles its regexes at import (~5 ms): read only for a repository's remote
+    "hashlib",  # stdlib, but it loads OpenSSL (~2-3 ms of a hook's fast path): hooks/status.py's fallback file only
 )
 
 

@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 
 from localmem.config import Settings, default_db_path, load_settings
+from localmem.errors import ConfigError
 from localmem.hooks import background, events, fast, status
 from localmem.resident import wire
 from localmem.resident.wire import HOOK_EVENTS
+from localmem.storage.engine import keys
 
 WATCHDOG_GRACE_S = 0.3  # past the deadline, for ``hooks.run``'s own timeout to be counted first
 
@@ -172,9 +174,6 @@ def _use_key_file(args: argparse.Namespace) -> bool:
     """Open the store with ``--key-file`` (as the CLI's flag does: ``$LOCALMEM_KEY_FILE``, for
     this process and those it starts); False, the failure counted as ``key missing``, when
     the file cannot be read (missing, or others may read it)."""
-    from localmem.errors import ConfigError  # lazy: a hook with a key file opens an encrypted store anyway
-    from localmem.storage.engine import keys
-
     try:
         keys.read_key_file(args.key_file)
     except ConfigError as exc:

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from localmem.errors import ConfigError, InputError
 from localmem.hooks.events import CLIENT_EVENTS, CLIENTS
 from localmem.ingest.capture import agent_home
@@ -251,8 +253,6 @@ def check_key(db: Path, key_file: Path) -> None:
     key = keys.read_key_file(key_file)
     if keys.file_state(db) != "encrypted":
         return  # a new store is made encrypted with it; a plaintext one is opened as it is
-    import apsw  # lazy: the engine, only for an encrypted store
-
     try:
         conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error as exc:
