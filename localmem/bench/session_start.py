@@ -18,7 +18,7 @@ project's decisions, a preference that does not fit.
 Each case runs the hook's own recall (``resident.recall``) with the default budgets and
 bar: a session start, then the first prompt in the same session (which leaves out what
 the start gave). Reported per case: bytes and turns injected, unrelated turns, justified
-ones found. Target: 0 unrelated at session start. The real MiniLM embedder.
+ones found. Target: 0 unrelated at session start. The store's embedder (default: the default one).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from localmem.storage.reads import queries, views
 from localmem.storage.write.store import Store
 from localmem.util.projectinfo import About
 
-# The cosine a statement needs to the project's words (all-MiniLM-L6-v2's scale; ``localmem
+# The cosine a statement needs to the project's words (on the default embedder's scale; ``localmem
 # bench session-start`` measures what it lets through on 10k unrelated turns).
 STATEMENT_BAR = 0.3
 
