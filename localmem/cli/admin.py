@@ -15,7 +15,8 @@ from pathlib import Path
 
 from localmem.cli import cable_flags
 from localmem.cli.common import Subparsers, open_store, print_json
-from localmem.cli.doctor import model_line, run_checks
+from localmem.cli.doctor import run_checks
+from localmem.cli.doctor_mcp import model_line
 from localmem.cli.served import Planner
 from localmem.config import Settings
 from localmem.enrichment.layers import layer_stats

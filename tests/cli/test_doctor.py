@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from localmem.answering.answer import answer_from
-from localmem.cli.doctor import Fail, Warn, mcp_entry, run_checks
+from localmem.cli.doctor import run_checks
+from localmem.cli.doctor_mcp import Fail, Warn, mcp_entry
 from localmem.config import Settings
 from localmem.models import llm
 from localmem.models.llm import Generation

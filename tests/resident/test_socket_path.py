@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from localmem.cli.doctor import Warn, resident
+from localmem.cli.doctor import resident
+from localmem.cli.doctor_mcp import Warn
 from localmem.resident import unix, wire
 from localmem.resident.server import ResidentServer
 from localmem.storage.write.store import Store
