@@ -15,10 +15,13 @@ from typing import Any
 
 from localmem.errors import InputError
 from localmem.ingest import (
+    aider,
     chatgpt,
     claude,
     claude_code,
     codex,
+    copilot,
+    cursor,
     export,
     gemini,
     jsonl,
@@ -48,9 +51,12 @@ FORMATS: dict[str, Units] = {
     "codex": codex.units,
     "gemini": gemini.units,
     "vscode": vscode.units,
+    "copilot": copilot.units,
+    "cursor": cursor.units,
+    "aider": aider.units,
 }
 # Coding agents' logs: their tool calls are kept as compact lines or not (``ingest.tool_lines``).
-AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini", "vscode"})
+AGENT_FORMATS = frozenset({"claude-code", "codex", "gemini", "vscode", "copilot", "cursor", "aider"})
 OPTIONS: dict[str, frozenset[str]] = {
     "locomo": frozenset({"sample"}),
     "longmemeval": frozenset({"question"}),

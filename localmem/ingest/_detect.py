@@ -9,9 +9,10 @@ the one object of the file is looked at: ``localmem`` -> localmem (a ``localmem 
 ``session_meta`` line or a bare ``{id, timestamp, instructions}`` header -> codex, a
 Claude Code record type with ``sessionId`` / ``uuid`` / ``leafUuid`` -> claude-code, a VS
 Code chat session (``sessionId`` + ``requests`` + ``creationDate``) or the first line of its
-log (``{"kind": 0, "v": <that session>}``) -> vscode. Text:
-a ``Name: text`` line among the first 64 KiB -> transcript. Anything else is refused
-with a hint to pass ``--format``.
+log (``{"kind": 0, "v": <that session>}``) -> vscode, a ``session.start`` event with a
+``sessionId`` -> copilot, a JSON Lines ``{"role", "message": {…}}`` line -> cursor. Text:
+``# aider chat started at …`` as the first line -> aider, a ``Name: text`` line among the
+first 64 KiB -> transcript. Anything else is refused with a hint to pass ``--format``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ FORMAT_NAMES = (
     "codex",
     "gemini",
     "vscode",
+    "copilot",
+    "cursor",
+    "aider",
 )
 # Claude Code's record types, and the keys its records carry besides ``type``.
 CLAUDE_CODE_TYPES = frozenset(
@@ -42,6 +46,7 @@ CLAUDE_CODE_TYPES = frozenset(
 )
 CLAUDE_CODE_KEYS = frozenset({"sessionId", "parentUuid", "leafUuid", "messageId", "uuid"})
 CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+AIDER_START = "# aider chat started at "
 
 
 def detect(path: Path) -> str:
@@ -60,6 +65,8 @@ def detect(path: Path) -> str:
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not just a character cut at the 64 KiB mark
             raise InputError("not a UTF-8 text or JSON file", path=str(path)) from exc
+    if text.startswith(AIDER_START):
+        return "aider"
     if any(transcript._SPEAKER.match(line) for line in text.splitlines()):
         return "transcript"
     raise _unknown(path)
@@ -95,7 +102,8 @@ def _json_format(path: Path) -> str:
 
 def _agent_format(value: object, keys: set[str], kind: str) -> str | None:
     """A coding agent's log, told by its first record: a Gemini CLI chat (``sessionId`` +
-    ``projectHash``), a VS Code chat session or its log, a Codex rollout (``session_meta`` line or the older bare header), a
+    ``projectHash``), a VS Code chat session or its log, a Copilot CLI ``session.start``, a
+    Cursor transcript line, a Codex rollout (``session_meta`` line or the older bare header), a
     Claude Code transcript (one of its record types with its keys)."""
     if not isinstance(value, dict):
         return None
@@ -107,6 +115,10 @@ def _agent_format(value: object, keys: set[str], kind: str) -> str | None:
     if kind != "lines":
         return None
     kind_of = value.get("type")
+    if kind_of == "session.start" and isinstance(value.get("data"), dict) and "sessionId" in value["data"]:
+        return "copilot"
+    if keys == {"role", "message"} and isinstance(value["message"], dict):
+        return "cursor"
     if kind_of in CODEX_TYPES and "payload" in keys:
         return "codex"
     if {"id", "timestamp"} <= keys and "type" not in keys and keys <= {"id", "timestamp", "instructions", "git"}:

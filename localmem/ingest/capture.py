@@ -14,7 +14,19 @@ vscode         ``$VSCODE_PORTABLE/user-data/User``, else    ``workspaceStorage/<
                ``$XDG_CONFIG_HOME``), ``~/Library/          emptyWindowChatSessions/*.json(l)``
                Application Support/Code/User`` (macOS),
                ``%APPDATA%\\Code\\User`` (Windows)
+copilot        ``$COPILOT_HOME/session-state``,             ``<session>/events.jsonl``
+               ``~/.copilot/session-state``
+cursor         ``~/.cursor/projects``                       ``<project>/agent-transcripts/*.jsonl``
+                                                            (and ``<id>/<id>.jsonl``,
+                                                            ``<id>/subagents/*.jsonl``)
+aider          only when asked (``--only aider`` or          ``.aider.chat.history.md`` in the
+               ``--dir aider=PATH``): PATH, else ``~``       folder and up to 3 folders below it
 =============  ==========================================  ===================================
+
+Aider writes its history into each repository, not a folder of its own: its location is a
+folder of repositories (``--dir aider=~/code``), searched ``AIDER_DEPTH`` folders deep,
+hidden folders skipped; it is left out of the default set so that ``watch`` never follows
+a whole home folder unasked.
 
 VS Code's folder is its ``User`` folder (``--dir vscode=PATH`` names another, e.g. VS Code
 Insiders' ``Code - Insiders/User``); it gives two locations, its workspaces' chat sessions
@@ -49,7 +61,10 @@ from localmem.errors import InputError, LocalmemError, StoreError
 from localmem.ingest import runner, state
 from localmem.storage.write.store import Store
 
-CLIENTS = ("claude-code", "codex", "gemini", "vscode")
+CLIENTS = ("claude-code", "codex", "gemini", "vscode", "copilot", "cursor", "aider")
+ON_REQUEST = ("aider",)  # read only when named (--only, --dir): module docstring
+AIDER_FILE = ".aider.chat.history.md"
+AIDER_DEPTH = 3  # folders below an aider location searched for histories
 VSCODE_PARTS = ("workspaceStorage",), ("globalStorage", "emptyWindowChatSessions")
 RECENT = 120.0  # seconds: a log changed this recently may be mid-step (read with hold)
 
@@ -68,9 +83,11 @@ class Location:
             rel = path.relative_to(self.root)
         except ValueError:
             return False
-        if any(part.startswith(".") for part in rel.parts):
-            return False
         name = path.name
+        if self.client == "aider":
+            return name == AIDER_FILE and len(rel.parts) <= AIDER_DEPTH + 1 and not _hidden(rel.parts[:-1])
+        if _hidden(rel.parts):
+            return False
         if self.client == "vscode":
             if not name.endswith((".json", ".jsonl")):
                 return False
@@ -81,6 +98,10 @@ class Location:
             return name.endswith(".jsonl")
         if self.client == "codex":
             return name.startswith("rollout-") and name.endswith(".jsonl")
+        if self.client == "copilot":
+            return name == "events.jsonl" and len(rel.parts) == 2  # <session>/events.jsonl
+        if self.client == "cursor":
+            return name.endswith(".jsonl") and len(rel.parts) >= 3 and rel.parts[1] == "agent-transcripts"
         return name.startswith("session-") and name.endswith((".json", ".jsonl")) and "chats" in rel.parts
 
     def files(self) -> list[Path]:
@@ -91,7 +112,13 @@ class Location:
         # VS Code's workspace folders also hold its extensions' state (indexes, caches): only
         # the chat folders are listed.
         pattern = "*/chatSessions/*" if self.client == "vscode" and self.root.name == "workspaceStorage" else None
-        for path in self.root.glob(pattern) if pattern else self.root.rglob("*"):
+        if self.client == "aider":  # a folder of repositories: only so deep (module docstring)
+            candidates: Iterable[Path] = (
+                p for d in range(AIDER_DEPTH + 1) for p in self.root.glob("*/" * d + AIDER_FILE)
+            )
+        else:
+            candidates = self.root.glob(pattern) if pattern else self.root.rglob("*")
+        for path in candidates:
             try:
                 if path.is_file() and self.accepts(path):
                     found.append((path.stat().st_mtime_ns, str(path), path))
@@ -106,7 +133,16 @@ AGENT_HOMES = {
     "claude-code": ("CLAUDE_CONFIG_DIR", ".claude"),
     "codex": ("CODEX_HOME", ".codex"),
     "gemini": (None, ".gemini"),
+    "copilot": ("COPILOT_HOME", ".copilot"),
+    "cursor": (None, ".cursor"),
 }
+# The folder under it where its session logs are.
+LOG_FOLDERS = {"claude-code": "projects", "codex": "sessions", "gemini": "tmp", "copilot": "session-state"}
+LOG_FOLDERS |= {"cursor": "projects"}
+
+
+def _hidden(parts: Iterable[str]) -> bool:
+    return any(part.startswith(".") for part in parts)
 
 
 def agent_home(client: str, env: Mapping[str, str], home: Path) -> Path:
@@ -122,7 +158,9 @@ def default_root(
     env = os.environ if env is None else env
     home = home or Path.home()
     if client in AGENT_HOMES:
-        return agent_home(client, env, home) / {"claude-code": "projects", "codex": "sessions", "gemini": "tmp"}[client]
+        return agent_home(client, env, home) / LOG_FOLDERS[client]
+    if client == "aider":
+        return home
     if client == "vscode":
         if env.get("VSCODE_PORTABLE"):
             return Path(env["VSCODE_PORTABLE"]).expanduser() / "user-data" / "User"
@@ -140,8 +178,8 @@ def locations(
 ) -> list[Location]:
     """The locations to read: every client (or ``only`` these), each at its default folder
     unless ``folders`` names another."""
-    chosen = list(only) or list(CLIENTS)
     folders = folders or {}
+    chosen = list(only) or [c for c in CLIENTS if c not in ON_REQUEST or c in folders]
     for name in [*chosen, *folders]:
         if name not in CLIENTS:
             raise InputError(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")

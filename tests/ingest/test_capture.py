@@ -74,7 +74,9 @@ def test_capture_backfills_the_default_folders_once(tmp_path: Path) -> None:
     first = cli(home, db, "capture", "--json", "--progress-every", "0.001")
     assert first.returncode == 0, first.stderr
     got = json.loads(first.stdout)
-    assert [loc["client"] for loc in got["locations"]] == ["claude-code", "codex", "gemini", "vscode", "vscode"]
+    assert [loc["client"] for loc in got["locations"]] == [
+        *("claude-code", "codex", "gemini", "vscode", "vscode", "copilot", "cursor")  # aider only when asked
+    ]
     assert got["files"] == got["read"] == 9 and got["unchanged"] == 0 and not got["errors"]
     by_client = {c: n["files"] for c, n in got["by_client"].items()}
     assert by_client == {"claude-code": 2, "codex": 2, "gemini": 2, "vscode": 3}
@@ -339,6 +341,8 @@ def test_default_folders_follow_the_agents_environment(client: str, tmp_path: Pa
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
     want = {"claude-code": tmp_path / "cc" / "projects", "codex": tmp_path / "cx" / "sessions"}
     want["vscode"] = tmp_path / "xdg" / "Code" / "User"
+    want |= {"copilot": tmp_path / ".copilot" / "session-state", "cursor": tmp_path / ".cursor" / "projects"}
+    want["aider"] = tmp_path  # a folder of repositories: the home folder unless --dir names one
     got = capture.default_root(client, env, home=tmp_path, platform="linux")
     assert got == want.get(client, tmp_path / ".gemini" / "tmp")
     assert capture.default_root(client, {}, home=tmp_path).is_relative_to(tmp_path)
