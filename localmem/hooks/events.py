@@ -21,6 +21,14 @@ The reply that injects context is the same JSON for the three:
 appends it in ``<hook_context>``). Only session-start and prompt reply; the others print
 nothing.
 
+VS Code's agent runs the hooks of ``~/.claude/settings.json`` (and of Claude Code plugins)
+too, with a payload of its own shape: ``hookEventName`` and ``sessionId`` where the three
+clients send ``hook_event_name`` and ``session_id``. :func:`parse` reads such a payload as
+VS Code's (``host``) and takes no transcript from it: VS Code's chats are stored by
+``localmem capture`` / ``watch`` from VS Code's own files, and its hook transcript read as
+Claude Code's would store the same conversation a second time in another shape. Recall
+(session start, prompt) answers it as it answers Claude Code.
+
 A JSON string may hold a lone surrogate (``"\\ud800"``: a client that cut a prompt inside
 an emoji's UTF-16 pair); no UTF-8 encoder takes one (the tokenizer, SQLite, the socket to a
 resident process), so :func:`parse` replaces each with U+FFFD in every field it reads: the
@@ -80,6 +88,7 @@ class HookEvent:
     cwd: str = ""
     prompt: str = ""
     source: str = ""  # startup / resume / clear / compact (session start), auto / manual (compaction)
+    host: str = ""  # "vscode": the payload is VS Code's (module docstring); "" the client's own
 
 
 def parse(client: str, event: str, raw: bytes) -> HookEvent:
@@ -101,14 +110,16 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
         v = obj.get(key)
         return LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else ""
 
+    vscode = "hook_event_name" not in obj and "hookEventName" in obj  # VS Code's shape (module docstring)
     return HookEvent(
         client,
         event,
-        session_id=text("session_id"),
-        transcript_path=text("transcript_path"),
+        session_id=text("session_id") or (text("sessionId") if vscode else ""),
+        transcript_path="" if vscode else text("transcript_path"),
         cwd=text("cwd"),
         prompt=text("prompt"),
         source=text("source") or text("trigger"),
+        host="vscode" if vscode else "",
     )
 
 

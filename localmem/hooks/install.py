@@ -119,9 +119,9 @@ def _without_ours(groups: Any, client: str) -> list[Any]:
     return out
 
 
-def _write(path: Path, data: dict[str, Any]) -> Path | None:
+def _write(path: Path, data: dict[str, Any], backup_first: bool = True) -> Path | None:
     backup = None
-    if path.exists():
+    if path.exists() and backup_first:
         backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
         shutil.copy2(path, backup)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -131,15 +131,18 @@ def _write(path: Path, data: dict[str, Any]) -> Path | None:
     return backup
 
 
-def install(db: Path, client: str, path: Path | None = None, key_file: Path | None = None) -> tuple[Path, Path | None]:
+def install(
+    db: Path, client: str, path: Path | None = None, key_file: Path | None = None, backup: bool = True
+) -> tuple[Path, Path | None]:
     """Merge localmem's entries into the client's file (``key_file``: the store's key file,
-    its path put in each command); returns (file, backup or None)."""
+    its path put in each command); returns (file, backup or None). ``backup=False``: no
+    copy beside the file (``hooks install --all`` keeps the old bytes in its own record)."""
     target = path or settings_path(client)
     data = _load(target)
     hooks = dict(data.get("hooks") or {})
     for event, name in CLIENT_EVENTS[client].items():
         hooks[name] = [*_without_ours(hooks.get(name), client), entry(db, client, event, key_file)]
-    return target, _write(target, {**data, "hooks": hooks})
+    return target, _write(target, {**data, "hooks": hooks}, backup)
 
 
 def uninstall(client: str, path: Path | None = None) -> tuple[Path, Path | None, int]:
