@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.bench import hooks_bench, projects, session_start, watch_bench
+from localmem.cli.bench_agent import add_agent_bench_parser
 from localmem.config import Settings
 from localmem.errors import InputError
 
@@ -37,6 +38,7 @@ def add_capture_bench_parsers(bsub: Any) -> None:
     c.add_argument("--workdir", type=Path, help="keep the transcript and the store here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=cmd_bench_watch)
+    add_agent_bench_parser(bsub)  # the real agent's turn with and without the hooks
 
 
 def cmd_bench_watch(args: argparse.Namespace, settings: Settings) -> int:

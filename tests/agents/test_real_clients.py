@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.agent_apis import Request, is_conversation
+from localmem.bench.agent_apis import Request, is_conversation
 from tests.helpers.agent_clis import (
     CLIENTS,
     PINS,

@@ -3,7 +3,7 @@
 ``PINS``: the npm package and version of each, the versions ``.ci/run`` installs into
 ``.ci/node`` (tests/agents/test_real_clients.py checks that the two agree). A :class:`Rig`
 is one client's world: a private ``HOME`` (and ``CODEX_HOME``), a project folder, a store
-folder, and a loopback stand-in of the client's model API (``tests.helpers.agent_apis``);
+folder, and a loopback stand-in of the client's model API (``localmem.bench.agent_apis``);
 :meth:`Rig.install` puts localmem's hooks into the client's own settings file with the real
 command (``localmem --db DB hooks install --client C``), and :meth:`Rig.session` runs one
 real session of the real CLI (one prompt, non-interactive) in the project folder.
@@ -34,9 +34,9 @@ from typing import Any
 import apsw
 import pytest
 
+from localmem.bench.agent_apis import StandIn
 from localmem.hooks import status
 from localmem.storage.bench import reads
-from tests.helpers.agent_apis import StandIn
 from tests.helpers.cli import ROOT
 
 NODE_BIN = ROOT / ".ci" / "node" / "node_modules" / ".bin"
