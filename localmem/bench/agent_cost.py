@@ -47,6 +47,8 @@ REPLY = "Noted; I will keep that in mind for the next step."
 def find_cli(given: Path | None) -> Path:
     """The ``claude`` command: ``given``, else on PATH, else the repository's ``.ci/node``."""
     if given is not None:
+        if not given.is_file():
+            raise FileNotFoundError(f"{given}: no such file (the claude command: npm install {NPM})")
         return given
     found = shutil.which("claude")
     if found:
