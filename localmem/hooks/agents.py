@@ -28,6 +28,7 @@ transcript: ``localmem capture`` and ``watch`` read VS Code's chats from their o
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -155,10 +156,9 @@ def uninstall_all(home: Path | None = None, env: dict[str, str] | None = None) -
         _save_record(record)
     else:
         record_path().unlink(missing_ok=True)
-        try:
-            record_path().parent.rmdir()  # localmem's own state folder, when nothing else is in it
-        except OSError:
-            pass
+        for folder in reversed(record.get("made", [])):  # the folders made for the record, when empty
+            with contextlib.suppress(OSError):
+                Path(folder).rmdir()
     return done
 
 
@@ -168,12 +168,17 @@ def _snapshot(target: Path) -> dict[str, Any]:
     if target.exists():
         st = target.stat()
         return {"bytes": base64.b64encode(target.read_bytes()).decode("ascii"), "mode": st.st_mode & 0o7777}
+    return {"bytes": None, "made": _missing(target)}
+
+
+def _missing(path: Path) -> list[str]:
+    """The folders above ``path`` that do not exist yet, outermost first."""
     made = []
-    parent = target.parent
+    parent = path.parent
     while not parent.exists():
         made.append(str(parent))
         parent = parent.parent
-    return {"bytes": None, "made": list(reversed(made))}
+    return list(reversed(made))
 
 
 def _restore(target: Path, kept: dict[str, Any]) -> None:
@@ -210,6 +215,8 @@ def _load_record() -> dict[str, Any]:
 
 def _save_record(record: dict[str, Any]) -> None:
     path = record_path()
+    if "made" not in record:  # the folders the record itself needs, taken away with it
+        record["made"] = _missing(path)
     private.make_private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     private.write_file(tmp, json.dumps(record, indent=2) + "\n")  # 600: it holds settings files' old bytes
