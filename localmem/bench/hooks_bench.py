@@ -220,7 +220,9 @@ def _recall_rounds(
         times: list[_Run] = []
         replies, served = 0, 0
         for i in range(n):
-            payload: dict[str, str] = {"session_id": f"{event}-{i}", "cwd": FOLDERS[i % len(FOLDERS)]}
+            # a session of its own per run: a prompt does not repeat what its session was given
+            session = f"{event}-{i}-{time.monotonic_ns()}"
+            payload: dict[str, str] = {"session_id": session, "cwd": FOLDERS[i % len(FOLDERS)]}
             payload.update({"prompt": questions[i]} if event == "prompt" else {"source": "startup"})
             took, reply = _timed([*hook, event, "--client", "claude-code"], json.dumps(payload).encode(), env)
             times.append(took)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +33,16 @@ from tests.helpers.resident import HEAVY, Server, answers, daemons
 
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
 ASK = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
+# the served round asks in another session: a prompt does not repeat what its session was
+# given already (tests/hooks/test_context_given.py)
+SERVED = {**ASK, "session_id": "served-session"}
+
+
+def fresh() -> dict[str, str]:
+    """``ASK`` in a session of its own: the same question asked again gets the same answer."""
+    return {**ASK, "session_id": f"session-{uuid.uuid4()}"}
+
+
 OFF = {"session_id": "new-session", "cwd": CWD, "prompt": "recommend a good sourdough bread recipe with rye flour"}
 
 
@@ -87,7 +98,7 @@ def test_answered_over_the_socket_as_in_process_without_the_model(stored: Path) 
     try:
         assert context_of(hook(stored, "session-start", START), "SessionStart") == here_start
         assert via(stored) == "resident"
-        assert context_of(hook(stored, "prompt", ASK, "gemini"), "BeforeAgent") == here_prompt
+        assert context_of(hook(stored, "prompt", SERVED, "gemini"), "BeforeAgent") == here_prompt
         assert via(stored) == "resident"
         below = hook(stored, "prompt", OFF)  # the same bar on both paths
         assert below.returncode == 0 and below.stdout == b""
@@ -96,7 +107,7 @@ def test_answered_over_the_socket_as_in_process_without_the_model(stored: Path) 
         # what a served hook process imports: none of the read path
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "localmem.hooks", "--db", str(stored), *CLAUDE_PROMPT],
-            input=json.dumps(ASK).encode(),
+            input=json.dumps(SERVED).encode(),
             capture_output=True,
             timeout=120,
         )
@@ -116,7 +127,7 @@ def test_answered_over_the_socket_as_in_process_without_the_model(stored: Path) 
         ("hook:gemini", "prompt"),
         ("hook:claude-code", "prompt"),
     ]
-    assert {(c.session, c.project) for c in rows} == {("new-session", CWD)}
+    assert {(c.session, c.project) for c in rows} == {("new-session", CWD), ("served-session", CWD)}
     assert rows[-1].query == rows[-3].query == DECIDED_QUERY and rows[0].query == ASK["prompt"]
 
 
@@ -133,11 +144,14 @@ def test_two_hooks_at_once_start_one_daemon_that_exits_when_idle(stored: Path) -
         )
         for event in ("session-start", "prompt")
     ]
-    outs = [p.communicate(json.dumps(START if i == 0 else ASK).encode(), timeout=120)[0] for i, p in enumerate(procs)]
+    outs = [
+        p.communicate(json.dumps(START if i == 0 else SERVED).encode(), timeout=120)[0] for i, p in enumerate(procs)
+    ]
     assert all(p.returncode == 0 for p in procs) and all(b"additionalContext" in o for o in outs)
     wait_for(lambda: served(stored))
     assert len(daemons(stored)) == 1
-    assert b"Module 2 returns" in hook(stored, "prompt", ASK, LOCALMEM_HOOKS_DAEMON_IDLE="6").stdout
+    later = {**ASK, "session_id": "later-session"}  # a session given nothing yet
+    assert b"Module 2 returns" in hook(stored, "prompt", later, LOCALMEM_HOOKS_DAEMON_IDLE="6").stdout
     assert via(stored) == "resident" and len(daemons(stored)) == 1
     path = wire.socket_path(stored)
     assert path is not None
@@ -147,7 +161,7 @@ def test_two_hooks_at_once_start_one_daemon_that_exits_when_idle(stored: Path) -
 
 def test_a_killed_daemon_is_replaced_and_the_hook_still_answers(stored: Path) -> None:
     env = {"LOCALMEM_HOOKS_DAEMON_IDLE": "120"}
-    assert hook(stored, "prompt", ASK, **env).returncode == 0
+    assert hook(stored, "prompt", fresh(), **env).returncode == 0
     wait_for(lambda: served(stored))
     (pid,) = daemons(stored)
     os.kill(pid, signal.SIGKILL)
@@ -155,13 +169,13 @@ def test_a_killed_daemon_is_replaced_and_the_hook_still_answers(stored: Path) ->
     wait_for(lambda: not daemons(stored) and not served(stored), 30)
     path = wire.socket_path(stored)
     assert path is not None and path.exists()  # stale: nobody accepts on it
-    run = hook(stored, "prompt", ASK, **env)
+    run = hook(stored, "prompt", fresh(), **env)
     assert run.returncode == 0 and run.stderr == b"" and b"Module 2 returns" in run.stdout
     assert via(stored) == "in-process"
     wait_for(lambda: served(stored))  # the lock died with the old daemon: a new one took the socket over
     (new,) = daemons(stored)
     assert new != pid
-    assert b"Module 2 returns" in hook(stored, "prompt", ASK, **env).stdout and via(stored) == "resident"
+    assert b"Module 2 returns" in hook(stored, "prompt", fresh(), **env).stdout and via(stored) == "resident"
 
 
 def fake_server(db: Path, reply: bytes | None) -> socket.socket:
@@ -201,7 +215,7 @@ def fake_server(db: Path, reply: bytes | None) -> socket.socket:
 def test_a_garbling_server_costs_the_agent_nothing(stored: Path, reply: bytes, why: str) -> None:
     sock = fake_server(stored, reply)
     try:
-        assert "Module 2 returns" in context_of(hook(stored, "prompt", ASK), "UserPromptSubmit")
+        assert "Module 2 returns" in context_of(hook(stored, "prompt", fresh()), "UserPromptSubmit")
         assert via(stored) == "in-process" and status.read(stored)["last_run"]["resident"] == why
         assert f"in-process (resident: {why})" in cli(stored, "hooks", "status").stdout
     finally:
@@ -216,7 +230,7 @@ def test_a_silent_server_costs_the_hook_its_deadline_and_nothing_reaches_the_age
         # a machine's first hook (no saved embedder session): with the saved one, the recall
         # on this small store can finish in the 0.1 s the silent server leaves
         cold = str(tmp_path / "cold-cache")
-        run = hook(stored, "prompt", ASK, LOCALMEM_HOOKS_PROMPT_DEADLINE="1.5", XDG_CACHE_HOME=cold)
+        run = hook(stored, "prompt", fresh(), LOCALMEM_HOOKS_PROMPT_DEADLINE="1.5", XDG_CACHE_HOME=cold)
         assert run.returncode == 0 and run.stdout == b"" and run.stderr == b""
         assert status.read(stored)["last_error"]["kind"] == "timeout"
         assert status.read(stored)["last_run"]["resident"] == "no answer"
@@ -242,17 +256,17 @@ def test_an_encrypted_store_gets_a_daemon_only_from_a_hook_with_its_key(
     try:
         monkeypatch.delenv(keys.KEY_FILE_ENV, raising=False)
         monkeypatch.delenv(keys.KEY_ENV, raising=False)
-        bare = hook(db, "prompt", ASK, LOCALMEM_HOOKS_DAEMON_IDLE="120")
+        bare = hook(db, "prompt", fresh(), LOCALMEM_HOOKS_DAEMON_IDLE="120")
         assert bare.returncode == 0 and bare.stdout == b"" and bare.stderr == b""
         assert status.read(db)["last_error"]["kind"] == "key missing"
         time.sleep(1)
         assert not daemons(db)
-        assert b"Module 2 returns" in hook(db, "prompt", ASK, **keyed).stdout
+        assert b"Module 2 returns" in hook(db, "prompt", fresh(), **keyed).stdout
         wait_for(lambda: served(db))
         (pid,) = daemons(db)
         argv = Path(f"/proc/{pid}/cmdline").read_bytes()
         assert b"horse" not in argv and str(key_file).encode() not in argv
-        assert b"Module 2 returns" in hook(db, "prompt", ASK, **keyed).stdout and via(db) == "resident"
+        assert b"Module 2 returns" in hook(db, "prompt", fresh(), **keyed).stdout and via(db) == "resident"
     finally:
         for pid in daemons(db):
             os.kill(pid, signal.SIGKILL)
