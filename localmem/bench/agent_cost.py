@@ -1,19 +1,24 @@
 """``localmem bench agent``: what localmem costs a real agent, per turn, on a large store.
 
-The real Claude Code CLI (``claude -p``, from npm) runs offline against a loopback stand-in
-of the Messages API (``bench.agent_apis``), in a temporary home and a project folder, on a
-synthetic store of N turns (``bench.synthetic``, as ``bench hooks`` builds it; the
-project folder is one of its four projects, so its session starts and prompts find
-memory). Each round runs one turn without localmem and one with its hooks installed by
-``localmem hooks install`` (the two settings files swapped in turn, so drift in the
-machine's load touches both alike), each timed from the CLI's start to its exit: what a
-person waits for. A turn with hooks runs SessionStart, UserPromptSubmit, Stop and
-SessionEnd (``-p`` is a whole session); the first, untimed, starts the resident daemon, as
-a person's first turn of the day would.
+The real Claude Code CLI (from npm) runs offline against a loopback stand-in of the
+Messages API (``bench.agent_apis``), in a project folder, on a synthetic store of N turns
+(``bench.synthetic``, as ``bench hooks`` builds it; the project folder is one of its four
+projects, so its session starts and prompts find memory). Two homes: one whose Claude
+Code settings have no hooks, one with localmem's entries installed by ``localmem hooks
+install``. Two measures, each alternating between the homes so that drift in the
+machine's load touches both sides alike:
 
-Reported: each side's median and p95, and the added time per turn: the median and p95 of
-the paired differences; then how many of the turns' Stops the background worker counted
-(their ingest is done after the agent has moved on: ``hooks.background``).
+- a turn in a running session: one ``claude -p --input-format stream-json`` process per
+  home, each sent the same prompts one at a time; a turn is timed from the prompt written
+  to the ``result`` read back (UserPromptSubmit and Stop run in it: what a person waits
+  for at every turn of a session);
+- a whole session: ``claude -p PROMPT``, start to exit (SessionStart, UserPromptSubmit,
+  Stop and SessionEnd); the first, untimed, starts the resident daemon, as a person's
+  first session of the day would.
+
+Reported: each side's median and p95, and the added time: the median and p95 of the
+paired differences; then how many Stops the background worker counted (their ingest is
+done after the agent has moved on: ``hooks.background``).
 
 Nothing here fakes localmem: the hooks are the installed entries, the store a real one; the
 model is the boundary (the stand-in answers one fixed sentence).
@@ -61,7 +66,7 @@ def find_cli(given: Path | None) -> Path:
 
 def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder: str = "default") -> dict[str, Any]:
     """The bench (module docstring) with the CLI at ``cli``, its files in ``work``."""
-    home, project = work / "home", work / "project"
+    project = work / "project"
     project.mkdir(parents=True, exist_ok=True)
     settings = Settings(db=work / f"agent-{turns}.db", embedder=embedder)
     built = synthetic.build(settings.db, turns, default_embedder(settings.embedder), settings)
@@ -70,30 +75,35 @@ def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder:
         bench_rows.spread_projects(conn, (str(project), "/home/dev/etl", "/home/dev/site", "/home/dev/infra"))
     finally:
         conn.close()
-    prompts = scale.queries_for(settings.db, rounds + 1)
+    prompts = scale.queries_for(settings.db, 2 * rounds + 1)
     with StandIn("anthropic", reply=REPLY) as api:
-        env = _env(home, api.url)
-        bare, hooked = _settings_files(home, settings.db, env)
-        without: list[float] = []
-        with_: list[float] = []
-        _turn(cli, project, env, hooked, prompts[0])  # untimed: starts the daemon, loads its mirrors
-        for i in range(rounds):
-            without.append(_turn(cli, project, env, bare, prompts[i + 1]))
-            with_.append(_turn(cli, project, env, hooked, prompts[i + 1]))
-        counted = _wait_ingests(settings.db, rounds + 1)
-    diffs = [b - a for a, b in zip(without, with_, strict=True)]
-    return {
+        bare, hooked = _env(work / "home-bare", api.url), _env(work / "home-hooked", api.url)
+        _settings(bare, None)
+        _settings(hooked, settings.db)
+        _session(cli, project, hooked, prompts[0])  # untimed: starts the daemon, loads its mirrors
+        sessions = [
+            (_session(cli, project, bare, p), _session(cli, project, hooked, p)) for p in prompts[1 : rounds + 1]
+        ]
+        in_session = _turns(cli, project, bare, hooked, prompts[rounds + 1 :])
+        stops = 2 + 2 * rounds  # each session's Stop; each turn's in the running session, its greeting too
+        counted = _wait_ingests(settings.db, stops)
+    out: dict[str, Any] = {
         "client": "claude-code",
         "cli": str(cli),
         "turns": turns,
         "build_s": round(built, 1),
         "rounds": rounds,
-        "without": _summary(without),
-        "with": _summary(with_),
-        "added": _summary(diffs),
         "stops_counted": counted,
+        "stops": stops,
         "requests": len(api.requests),
     }
+    for name, pairs in (("turn", in_session), ("session", sessions)):
+        out[name] = {
+            "without": _summary([a for a, _ in pairs]),
+            "with": _summary([b for _, b in pairs]),
+            "added": _summary([b - a for a, b in pairs]),
+        }
+    return out
 
 
 def _env(home: Path, url: str) -> dict[str, str]:
@@ -113,22 +123,22 @@ def _env(home: Path, url: str) -> dict[str, str]:
     return env
 
 
-def _settings_files(home: Path, store: Path, env: dict[str, str]) -> tuple[bytes, bytes]:
-    """Claude Code's settings without and with localmem's hook entries (``hooks install``)."""
-    settings = home / ".claude" / "settings.json"
+def _settings(env: dict[str, str], store: Path | None) -> None:
+    """The home's Claude Code settings: no hooks (``store`` None), or localmem's entries for
+    ``store`` installed as a person would (``localmem hooks install``)."""
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    bare = b"{}\n"
-    settings.write_bytes(bare)
+    settings.write_text("{}\n", "utf-8")
+    if store is None:
+        return
     argv = [sys.executable, "-m", "localmem", "--db", str(store), "hooks", "install", "--client", "claude-code"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"hooks install failed: {done.stderr.strip()}")
-    return bare, settings.read_bytes()
 
 
-def _turn(cli: Path, project: Path, env: dict[str, str], settings: bytes, prompt: str) -> float:
-    """One ``claude -p`` turn with ``settings`` in place: seconds from start to exit."""
-    (Path(env["HOME"]) / ".claude" / "settings.json").write_bytes(settings)
+def _session(cli: Path, project: Path, env: dict[str, str], prompt: str) -> float:
+    """One ``claude -p`` session: seconds from start to exit."""
     t0 = time.perf_counter()
     done = subprocess.run(
         [str(cli), "-p", prompt],
@@ -143,6 +153,46 @@ def _turn(cli: Path, project: Path, env: dict[str, str], settings: bytes, prompt
     if done.returncode != 0 or REPLY not in done.stdout:
         raise RuntimeError(f"claude exited {done.returncode}: {done.stdout[-300:]} {done.stderr[-600:]}")
     return took
+
+
+def _turns(
+    cli: Path, project: Path, bare: dict[str, str], hooked: dict[str, str], prompts: list[str]
+) -> list[tuple[float, float]]:
+    """Each prompt sent as the next turn of a running session in each home: (without, with) seconds."""
+    argv = [str(cli), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=project,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for env in (bare, hooked)
+    ]
+    try:
+        for proc in procs:  # the session's start (and its SessionStart hook), untimed
+            _ask(proc, "Hello, let us begin.")
+        return [(_ask(procs[0], p), _ask(procs[1], p)) for p in prompts]
+    finally:
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=120)
+
+
+def _ask(proc: subprocess.Popen[str], prompt: str) -> float:
+    """One turn of a stream-json session: seconds from the prompt written to its result read."""
+    assert proc.stdin is not None and proc.stdout is not None
+    t0 = time.perf_counter()
+    proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+    proc.stdin.flush()
+    while line := proc.stdout.readline():
+        if json.loads(line).get("type") == "result":
+            return time.perf_counter() - t0
+    raise RuntimeError(f"claude ended its session (exit {proc.wait(timeout=60)}) before answering")
 
 
 def _wait_ingests(store: Path, stops: int, timeout: float = 600.0) -> int:
@@ -167,16 +217,22 @@ def _summary(seconds: list[float]) -> dict[str, float]:
 def report(r: dict[str, Any]) -> str:
     """The result as the table ``localmem bench agent`` prints."""
     lines = [
-        f"real Claude Code ({r['cli']}), a store of {r['turns']:,} synthetic turns; {r['rounds']} rounds, "
-        "each a `claude -p` turn without and with localmem's hooks, start to exit",
-        "| | p50 | p95 | max |",
+        f"real Claude Code ({r['cli']}), a store of {r['turns']:,} synthetic turns; {r['rounds']} rounds of each, "
+        "alternating a home without and one with localmem's hooks",
+        "| what | without localmem p50 / p95 | with its hooks p50 / p95 | added p50 / p95 / max |",
         "|---|---:|---:|---:|",
     ]
-    for key, label in (("without", "without localmem"), ("with", "with localmem's hooks"), ("added", "added per turn")):
-        s = r[key]
-        lines.append(f"| {label} | {s['p50_ms']} ms | {s['p95_ms']} ms | {s['max_ms']} ms |")
+    for key, label in (
+        ("turn", "a turn in a running session (UserPromptSubmit, Stop)"),
+        ("session", "a whole `claude -p` session (SessionStart, UserPromptSubmit, Stop, SessionEnd)"),
+    ):
+        a, b, d = r[key]["without"], r[key]["with"], r[key]["added"]
+        lines.append(
+            f"| {label} | {a['p50_ms']} / {a['p95_ms']} ms | {b['p50_ms']} / {b['p95_ms']} ms "
+            f"| {d['p50_ms']} / {d['p95_ms']} / {d['max_ms']} ms |"
+        )
     lines.append(
-        f"(Stops counted by the background worker: {r['stops_counted']} of {r['rounds'] + 1}; "
+        f"(Stops counted by the background worker: {r['stops_counted']} of {r['stops']}; "
         f"model requests the stand-in answered: {r['requests']})"
     )
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """``localmem bench agent`` for real: the pinned Claude Code CLI (tests/helpers/agent_clis.py:
-skipped where it is absent, a failure in CI) runs two timed rounds on a small store, and the
-report holds both sides, the added time, and every Stop counted by the background worker."""
+skipped where it is absent, a failure in CI) runs two timed rounds of each measure on a small
+store, and the report holds both sides, the added time, and every Stop counted by the
+background worker."""
 
 from __future__ import annotations
 
@@ -24,12 +25,13 @@ def test_two_rounds_of_the_real_cli(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     r = json.loads(done.stdout.strip().splitlines()[-1])
     assert r["rounds"] == 2 and r["turns"] == 500
-    for side in ("without", "with", "added"):
-        assert set(r[side]) == {"p50_ms", "p95_ms", "max_ms"}
-    assert r["with"]["p50_ms"] > 0 and r["without"]["p50_ms"] > 0
-    assert r["stops_counted"] == 3  # the untimed first turn and the two timed ones, each ingested
-    assert r["requests"] >= 5  # each of the five turns asked the stand-in
-    assert "| added per turn |" in done.stdout
+    for what in ("turn", "session"):
+        for side in ("without", "with", "added"):
+            assert set(r[what][side]) == {"p50_ms", "p95_ms", "max_ms"}
+        assert r[what]["with"]["p50_ms"] > 0 and r[what]["without"]["p50_ms"] > 0
+    assert r["stops"] == 6 and r["stops_counted"] == 6  # every Stop of the hooked home ingested
+    assert r["requests"] >= 11  # 5 sessions, 2 greetings, 4 turns: each asked the stand-in
+    assert "| a turn in a running session" in done.stdout
 
 
 def test_a_missing_cli_is_named(tmp_path: Path) -> None:
