@@ -76,6 +76,7 @@ def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder:
     finally:
         conn.close()
     prompts = scale.queries_for(settings.db, 2 * rounds + 1)
+    before = _runs(settings.db, "stop")  # a store kept from an earlier run (--workdir) has its count
     with StandIn("anthropic", reply=REPLY) as api:
         bare, hooked = _env(work / "home-bare", api.url), _env(work / "home-hooked", api.url)
         _settings(bare, None)
@@ -86,7 +87,7 @@ def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder:
         ]
         in_session = _turns(cli, project, bare, hooked, prompts[rounds + 1 :])
         stops = 2 + 2 * rounds  # each session's Stop; each turn's in the running session, its greeting too
-        counted = _wait_ingests(settings.db, stops)
+        counted = _wait_ingests(settings.db, before + stops) - before
     out: dict[str, Any] = {
         "client": "claude-code",
         "cli": str(cli),
