@@ -73,7 +73,8 @@ LAZY_DISPATCH: dict[str, tuple[str, ...]] = {
     "localmem.memory": ("localmem.models.llm",),  # a type only: the generator is loaded by the registry
     "localmem.models.onnx_cache": ("localmem.models.onnx_graph",),  # the graph edit, only when a session is built
     # in-process (and a daemon started) only when no resident process answered
-    "localmem.hooks.__main__": ("localmem.hooks.entry",),  # the settings, only when the fast path was not answered
+    # the fast path once stdin is read (a Stop's parent leaves before it), the settings only when it was not answered
+    "localmem.hooks.__main__": ("localmem.hooks.quick", "localmem.hooks.entry"),
     "localmem.hooks.entry": ("localmem.hooks.run", "localmem.resident.daemon"),
     # stdlib-only modules of the fast paths: the 700/600 helpers only where a file or folder is made
     "localmem.hooks.status": ("localmem.util.private",),

@@ -39,7 +39,7 @@ from typing import Any
 
 from localmem.bench import agent_logs, metrics, scale, synthetic
 from localmem.config import Settings
-from localmem.hooks import background, status
+from localmem.hooks import detach, status
 from localmem.ingest import locomo as locomo_ingest
 from localmem.memory import open_store
 from localmem.models.registry import default_embedder
@@ -132,7 +132,7 @@ def _stops(work: Path, hook: list[str], env: dict[str, str], stops: int, *, fore
     session = "5e551011-0000-4000-8000-00000000000" + ("2" if foreground else "1")
     log.write_text("", "utf-8")
     if foreground:
-        env = {**env, background.FOREGROUND_ENV: "1"}
+        env = {**env, detach.FOREGROUND_ENV: "1"}
     store = Path(hook[hook.index("--db") + 1])
     times: list[_Run] = []
     done_s: list[float] = []

@@ -2,7 +2,8 @@
 entries run (``localmem hooks install`` writes them), with the client's JSON on stdin.
 
 An event that ingests (stop, pre-compact, session end) is done in the background: the
-process forks once the payload is read and the agent's wait ends (``hooks.background``).
+process forks once the payload is read and the agent's wait ends (``hooks.detach``), its
+child queues the work for the store's one ingest worker (``hooks.background``).
 A session start or a prompt is first sent raw to the store's resident process
 (``hooks.quick``: the standard library only, no settings loaded); the hook with its
 settings loaded (``hooks.entry``: the settings, then the same question with them, then the
@@ -15,7 +16,9 @@ from __future__ import annotations
 import sys
 import time
 
-from localmem.hooks import background, quick
+from localmem.hooks import detach
+
+MAX_PAYLOAD = 1 << 20  # hooks.events.MAX_PAYLOAD: the payload read, as every path reads it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,11 +29,13 @@ def main(argv: list[str] | None = None) -> int:
 
         entry.parser().print_help()
         return 0
-    raw = sys.stdin.buffer.read(quick.MAX_PAYLOAD + 1)
-    if background.wanted(background.event_of(args_in)) and background.detach():
+    raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+    if detach.wanted(detach.event_of(args_in)) and detach.detach():
         from localmem.hooks import entry  # in the child: the agent has stopped waiting
 
         return entry.main(args_in, raw, time.perf_counter(), detached=True)
+    from localmem.hooks import quick  # lazy: a Stop's parent (above) exits before it is needed
+
     try:
         answered = quick.answer(args_in, raw, t0)
     except Exception:  # never the agent's problem: the path with settings loaded does the hook

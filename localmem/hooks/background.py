@@ -1,11 +1,9 @@
-"""The hooks that ingest (stop, pre-compact, session end) done after the agent has moved on.
+"""The hooks that ingest (stop, pre-compact, session end) done after the agent has moved on:
+the store's one ingest worker and its queue.
 
-The agent waits for a hook's process to exit and its output pipes to close. An ingest hook
-has nothing to tell the agent, so :func:`detach` forks as soon as the payload is read: the
-parent exits 0 at once (the agent waits for a Python start and a fork, ~40 ms), the child
-leaves the agent's session and pipes (``setsid``, stdin/stdout/stderr on ``/dev/null``) and
-does the ingest with its own, longer deadline (``hooks.background_deadline``), waiting out a
-write lock held elsewhere instead of failing on it.
+The hook process forks as soon as the payload is read (``hooks.detach``); the child does the
+ingest with its own, longer deadline (``hooks.background_deadline``), waiting out a write
+lock held elsewhere instead of failing on it.
 
 Hooks that fire while an ingest runs do not pile up on the store: :class:`Queue` keeps one
 worker per store. Each hook appends its payload to the store's queue file, then tries the
@@ -15,9 +13,7 @@ gets the lock, itself included). So six Stops on a 20,000-line transcript read i
 and wait on nobody, and every payload is read by some worker.
 
 Invariants:
-- light: the standard library only (``__main__`` detaches before anything heavy loads);
-- the parent never writes to stdout and exits 0; a fork that fails leaves the hook to run
-  in the foreground as before (counted as any other run);
+- the standard library only;
 - queue and lock live in this user's private runtime folder (mode 700, files 600) beside
   the store's socket; where there is none, each detached hook ingests on its own;
 - a payload is never lost to the queue: it is appended (one line, ``O_APPEND``) before the
@@ -28,7 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 
@@ -38,62 +34,10 @@ if TYPE_CHECKING:
 
 try:
     import fcntl
-except ImportError:  # Windows: no fork, no flock; ingest hooks run in the foreground there
+except ImportError:  # Windows: no flock; ingest hooks run in the foreground there (``hooks.detach``)
     fcntl = None  # type: ignore[assignment]
 
-INGEST_EVENTS = ("stop", "pre-compact", "session-end")
-FOREGROUND_ENV = "LOCALMEM_HOOK_FOREGROUND"  # "1": ingest while the agent waits (the behaviour before 0.x)
 MAX_QUEUE = 64 << 20  # a queue file grown past this (a worker that never runs) is started again
-
-
-VALUE_FLAGS = ("--db", "--client", "--key-file")  # the hook command's options (``hooks.entry.parser``)
-
-
-def event_of(argv: list[str]) -> str | None:
-    """The event of a hook command line ``[--db DB] [--key-file F] EVENT --client C`` (any
-    order, ``--name=value`` too); None for anything else, which the parser reads."""
-    found = []
-    i = 0
-    while i < len(argv):
-        name, eq, _ = argv[i].partition("=")
-        if name.startswith("-"):
-            if name not in VALUE_FLAGS:
-                return None
-            i += 1 if eq else 2
-            continue
-        found.append(argv[i])
-        i += 1
-    return found[0] if len(found) == 1 else None
-
-
-def wanted(event: str | None) -> bool:
-    """Whether a hook for ``event`` is done in the background here."""
-    return (
-        event in INGEST_EVENTS
-        and fcntl is not None
-        and hasattr(os, "fork")
-        and os.environ.get(FOREGROUND_ENV, "") not in ("1", "true", "yes")
-    )
-
-
-def detach() -> bool:
-    """Fork; the parent exits 0 at once (never returns), the child returns True, out of the
-    agent's session and pipes. False: no fork here, the caller works in the foreground."""
-    try:
-        pid = os.fork()
-    except OSError:
-        return False
-    if pid:
-        os._exit(0)  # the agent's wait ends here: nothing buffered to flush, nothing printed
-    try:
-        os.setsid()  # not killed with the agent's process group, nor by its terminal closing
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)  # the agent reads its hook's pipes to their end: close them now
-        os.close(null)
-    except OSError:
-        pass
-    return True
 
 
 class Queue:
@@ -114,7 +58,9 @@ class Queue:
 
     def push(self, client: str, event: str, raw: bytes, started: float) -> None:
         """Append one hook's payload (``started``: its process's start, wall clock)."""
-        line = json.dumps({"client": client, "event": event, "at": started, "raw": base64.b64encode(raw).decode()})
+        line = json.dumps(
+            {"client": client, "event": event, "at": started, "raw": binascii.b2a_base64(raw, newline=False).decode()}
+        )
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # a worker's read-and-empty of the file is one step against this
@@ -186,7 +132,7 @@ def _entries(data: bytes) -> Iterator[tuple[str, str, bytes, float]]:
     for line in data.splitlines():
         try:
             item = json.loads(line)
-            yield str(item["client"]), str(item["event"]), base64.b64decode(item["raw"]), float(item["at"])
+            yield str(item["client"]), str(item["event"]), binascii.a2b_base64(item["raw"]), float(item["at"])
         except (
             ValueError,
             KeyError,

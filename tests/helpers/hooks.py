@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localmem.hooks import background, status
+from localmem.hooks import detach, status
 from localmem.util import injected
 
 SESSION = "11111111-aaaa-4bbb-8ccc-000000000001"
@@ -32,7 +32,7 @@ def hook(
         timeout=300,
         env={**os.environ, **env},
     )
-    if event in background.INGEST_EVENTS:
+    if event in detach.INGEST_EVENTS:
         settled(db, event, runs + 1)
     return done
 

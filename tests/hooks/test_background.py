@@ -18,7 +18,9 @@ from pathlib import Path
 import apsw
 
 from localmem.bench import agent_logs
-from localmem.hooks import background, status
+from localmem.hooks import __main__ as entry_point
+from localmem.hooks import background, detach, events, status
+from tests.helpers.fastentry import imported_by
 from tests.helpers.hooks import CWD, SESSION, hook, settled, status_runs
 
 HOOK = [sys.executable, "-m", "localmem.hooks"]
@@ -145,16 +147,24 @@ def test_the_foreground_switch_ingests_while_the_caller_waits(tmp_path: Path) ->
     log = tmp_path / f"{SESSION}.jsonl"
     log.write_text("\n".join(agent_logs.transcript(SESSION, CWD, 2)) + "\n", "utf-8")
     db = tmp_path / "m.db"
-    assert stop(db, log, **{background.FOREGROUND_ENV: "1"}).returncode == 0
+    assert stop(db, log, **{detach.FOREGROUND_ENV: "1"}).returncode == 0
     assert texts(db) == agent_logs.expected_turns(2)  # done before the process exited
     assert "background" not in status.read(db)["last_run"]
 
 
 def test_the_event_is_read_from_every_spelling_of_the_hook_command_line() -> None:
-    assert background.event_of(["--db", "m.db", "stop", "--client", "codex"]) == "stop"
-    assert background.event_of(["--key-file=/k", "session-end", "--client=gemini", "--db=x"]) == "session-end"
-    assert background.event_of(["--client", "codex", "--key-file", "/k", "pre-compact"]) == "pre-compact"
-    assert background.event_of(["stop"]) == "stop"  # no --client: the parser counts the fault
-    assert background.event_of(["stop", "prompt", "--client", "codex"]) is None
-    assert background.event_of(["--bogus", "stop", "--client", "codex"]) is None
-    assert background.event_of([]) is None
+    assert detach.event_of(["--db", "m.db", "stop", "--client", "codex"]) == "stop"
+    assert detach.event_of(["--key-file=/k", "session-end", "--client=gemini", "--db=x"]) == "session-end"
+    assert detach.event_of(["--client", "codex", "--key-file", "/k", "pre-compact"]) == "pre-compact"
+    assert detach.event_of(["stop"]) == "stop"  # no --client: the parser counts the fault
+    assert detach.event_of(["stop", "prompt", "--client", "codex"]) is None
+    assert detach.event_of(["--bogus", "stop", "--client", "codex"]) is None
+    assert detach.event_of([]) is None
+
+
+def test_a_stops_parent_process_loads_nothing_of_ours_but_the_fork() -> None:
+    assert entry_point.MAX_PAYLOAD == events.MAX_PAYLOAD
+    names = imported_by("localmem.hooks.__main__")
+    ours = {n for n in names if n.startswith("localmem")}
+    assert ours == {"localmem", "localmem.hooks", "localmem.hooks.__main__", "localmem.hooks.detach"}, ours
+    assert not {"re", "json", "base64", "typing", "threading"} & names
