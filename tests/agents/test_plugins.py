@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ import pytest
 from tests.helpers.agent_clis import CLIENTS, NODE_BIN, Rig, cli_path, exported, rig, wait_for_turns
 
 pytestmark = pytest.mark.slow
+SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
 
 
 @pytest.fixture(scope="module")
@@ -122,34 +124,23 @@ def test_a_plugin_added_with_its_one_line_stores_a_session_once(client: str, tmp
 def test_install_all_captures_every_agent_once_and_uninstall_all_restores(tmp_path: Path, cache: Path) -> None:
     for client in CLIENTS:
         cli_path(client)
-    rigs: list[Rig] = []
-    with rig("claude-code", tmp_path, cache) as claude, rig("codex", tmp_path, cache) as codex:
-        with rig("gemini", tmp_path, cache) as gemini:
-            rigs = [claude, codex, gemini]  # one HOME, one store: one person's machine
-            files = {
-                c.client: (
-                    c.home
-                    / {
-                        "claude-code": ".claude/settings.json",
-                        "codex": ".codex/hooks.json",
-                        "gemini": ".gemini/settings.json",
-                    }[c.client]
-                )
-                for c in rigs
-            }
-            before = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
-            done = claude.localmem("hooks", "install", "--all", "--json")
-            assert done.returncode == 0, done.stderr
-            assert [a["action"] for a in json.loads(done.stdout)["agents"]] == ["installed"] * 3
-            said = []
-            for n, r in enumerate(rigs, 1):
-                prompt = f"In the {r.client} session we agreed the kiln fires on Thursdays."
-                r.session(prompt, f"Agreed, Thursdays ({r.client}).")
-                said += [("user", prompt), ("assistant", f"Agreed, Thursdays ({r.client}).")]
-                wait_for_turns(claude.db, 2 * n)
-            turns = exported(claude)
-            assert sorted(turns) == sorted(said) and len(turns) == len(set(turns)), turns  # each agent once
-            gone = claude.localmem("hooks", "uninstall", "--all", "--json")
-            assert [a["action"] for a in json.loads(gone.stdout)["agents"]] == ["restored"] * 3, gone.stdout
-            after = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
-            assert after == before
+    with ExitStack() as stack:
+        rigs = [stack.enter_context(rig(c, tmp_path, cache)) for c in CLIENTS]  # one HOME, one store: one machine
+        claude = rigs[0]
+        files = {c.client: c.home / SETTINGS[c.client] for c in rigs}
+        before = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
+        done = claude.localmem("hooks", "install", "--all", "--json")
+        assert done.returncode == 0, done.stderr
+        assert [a["action"] for a in json.loads(done.stdout)["agents"]] == ["installed"] * 3
+        said = []
+        for n, r in enumerate(rigs, 1):
+            prompt = f"In the {r.client} session we agreed the kiln fires on Thursdays."
+            r.session(prompt, f"Agreed, Thursdays ({r.client}).")
+            said += [("user", prompt), ("assistant", f"Agreed, Thursdays ({r.client}).")]
+            wait_for_turns(claude.db, 2 * n)
+        turns = exported(claude)
+        assert sorted(turns) == sorted(said) and len(turns) == len(set(turns)), turns  # each agent once
+        gone = claude.localmem("hooks", "uninstall", "--all", "--json")
+        assert [a["action"] for a in json.loads(gone.stdout)["agents"]] == ["restored"] * 3, gone.stdout
+        after = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
+        assert after == before
