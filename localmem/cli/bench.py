@@ -4,7 +4,6 @@ prints one JSON object as the last line)."""
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from localmem.bench import (
     locomo,
     locomo_losses,
     longmemeval,
-    shortlist,
 )
 from localmem.bench.locomo import open_conversation_store
 from localmem.bench.metrics import METHODS, read_benchmark
@@ -38,10 +36,11 @@ from localmem.cli.bench_reliability import add_reliability_parsers
 from localmem.cli.bench_replicate import add_replicate_parsers
 from localmem.cli.bench_scale import add_scale_parsers
 from localmem.cli.bench_secrets import add_secrets_bench_parser
+from localmem.cli.bench_shortlist import add_shortlist_parser
 from localmem.cli.bench_startup import add_startup_parser
 from localmem.cli.bench_sync import add_sync_bench_parser
 from localmem.cli.bench_ui import add_ui_parser
-from localmem.cli.common import print_result
+from localmem.cli.common import positive_ints, print_result
 from localmem.config import Settings
 from localmem.enrichment.worker import run_worker
 from localmem.errors import InputError
@@ -205,18 +204,7 @@ def add_bench_parser(sub: Any) -> None:
     c.add_argument("--workdir", type=Path, help="keep the synthetic stores here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=_run, bench="latency")
-    c = bsub.add_parser(
-        "shortlist",
-        help="recall of the exact top-k kept by the dense lists' Hamming shortlist, on a real store",
-        description="Each question of a LongMemEval JSON asked of the store's turn and statement-cue vectors "
-        "through the read path's shortlist and by brute force; recall@k of the exact top-k, per list.",
-    )
-    c.add_argument("--store", type=Path, required=True, help="the store to read (e.g. DIR/lme-merged.db)")
-    c.add_argument("--data", type=Path, required=True, help="the LongMemEval JSON whose questions are the queries")
-    c.add_argument("--k", default="10,30", help="comma-separated k (default 10,30; the pool takes 30 per list)")
-    c.add_argument("--limit", type=int, help="only the first N questions")
-    c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
-    c.set_defaults(func=_run_shortlist)
+    add_shortlist_parser(bsub)
     add_reliability_parsers(bsub)
     add_replicate_parsers(bsub)
     add_scale_parsers(bsub)
@@ -229,28 +217,6 @@ def add_bench_parser(sub: Any) -> None:
     add_projects_bench_parser(bsub)
     add_session_start_bench_parser(bsub)
     add_secrets_bench_parser(bsub)
-
-
-def _run_shortlist(args: argparse.Namespace, settings: Settings) -> int:
-    for path in (args.store, args.data):
-        if not path.is_file():
-            raise InputError("no such file", path=str(path))
-    ks = tuple(_ints(args.k, "--k"))
-    result = shortlist.run(args.store, args.data, default_embedder(settings.embedder), ks=ks, limit=args.limit)
-    shortlist.print_report(result)
-    if args.json:
-        print(json.dumps(result))
-    return 0
-
-
-def _ints(text: str, what: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise InputError(f"{what} must be positive integers, got {text!r}")
-    return values
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -290,7 +256,7 @@ def _measure(args: argparse.Namespace, settings: Settings, workdir: Path, log: L
         if args.antecedent_edges < 0:
             raise InputError(f"--antecedent-edges must be 0 or more, got {args.antecedent_edges}")
         result = latency.run(
-            _ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log, args.antecedent_edges
+            positive_ints(args.turns, "--turns"), workdir, embedder, settings, args.queries, log, args.antecedent_edges
         )
         return result, latency.table(result)
     if args.bench == "fit":
@@ -302,7 +268,7 @@ def _measure(args: argparse.Namespace, settings: Settings, workdir: Path, log: L
         if args.merged is not None and args.lme is None:
             raise InputError("--merged asks --lme's questions of the merged store: give --lme too")
         result = fit.run(
-            args.data, _ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
+            args.data, positive_ints(args.budgets, "--budgets"), workdir, embedder, settings, args.limit, log,
             args.lme, args.lme_workdir, args.built_only,
             [f.strip() for f in args.free.split(",") if f.strip()] if args.free else None,
             args.merged, args.lme_train, args.lme_train_workdir, args.lme_train_limit, args.write_scorer,
@@ -332,30 +298,30 @@ def _recall(
         if args.enrich:
             _enrich_locomo(args, settings, workdir, embedder, log)
         gen = generator(settings, None if args.model in (None, "default") else args.model)
-        budget = _ints(budgets_text, "--budgets")[0]
+        budget = positive_ints(budgets_text, "--budgets")[0]
         result = locomo.run_explore(
             args.data, gen, workdir, embedder, settings, args.limit, args.questions, budget, args.rounds, log
         )
         return result, locomo.explore_table(result)
     if losses and args.bench == "locomo":
-        result = locomo_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+        result = locomo_losses.run(args.data, positive_ints(budgets_text, "--budgets"), workdir, embedder, settings,
                                    args.limit, log)  # fmt: skip
         return result, lme_losses.table(result, f"Where the evidence is lost, LoCoMo ({result['questions']} questions, "
                                                 f"{result['store']['conversations']} conversations, one store each); "
                                                 f"lists searched {result['depth']} deep")  # fmt: skip
     if losses and not merged:
-        result = lme_haystack_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+        result = lme_haystack_losses.run(args.data, positive_ints(budgets_text, "--budgets"), workdir, embedder, settings,
                                          args.limit, log, args.built_only)  # fmt: skip
         return result, lme_losses.table(result, f"Where the evidence is lost, LongMemEval ({result['questions']} "
                                                 f"questions, one store per haystack); lists searched {result['depth']} "
                                                 "deep")  # fmt: skip
     if merged:
         if args.losses:
-            result = lme_losses.run(args.data, _ints(budgets_text, "--budgets"), workdir, embedder, settings,
+            result = lme_losses.run(args.data, positive_ints(budgets_text, "--budgets"), workdir, embedder, settings,
                                     args.limit, log)  # fmt: skip
             return result, lme_losses.table(result)
         result = lme_merged.run(
-            args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log
+            args.data, positive_ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log
         )
         return result, lme_merged.table(result)
     if getattr(args, "model", None):
@@ -369,7 +335,15 @@ def _recall(
     if args.bench == "longmemeval":
         extra["built_only"] = args.built_only
     result = mod.run(
-        args.data, _ints(budgets_text, "--budgets"), methods, workdir, embedder, settings, args.limit, log, **extra
+        args.data,
+        positive_ints(budgets_text, "--budgets"),
+        methods,
+        workdir,
+        embedder,
+        settings,
+        args.limit,
+        log,
+        **extra,
     )
     return result, mod.table(result)
 

@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Any, TypeAlias
 
 from localmem.config import Settings
+from localmem.errors import InputError
 from localmem.memory import generator, open_store
 from localmem.storage.engine.retry import WAITING, Patience, patiently
 from localmem.storage.write.store import Store
@@ -73,3 +74,14 @@ def interrupts() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def positive_ints(text: str, what: str) -> list[int]:
+    """The comma-separated positive integers of an option's value (``what``: its name, for the error)."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"{what} must be comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise InputError(f"{what} must be positive integers, got {text!r}")
+    return values
