@@ -15,8 +15,7 @@ clears the relevance bar and only what this session was not given already. No mo
   visible turn or sentence has a cosine of at least ``hooks.prompt_bar`` to the prompt
   (``Context.stats["best_cosine"]``: the scorer's own probabilities are relative to the
   best hit, so they cannot say whether anything relevant exists at all); left unset, the
-  bar is the reading embedder's own (``prompt_bar_of``: cosines differ per model); a turn
-  from outside the project must clear the same bar on its own cosine to the prompt. Turns
+  bar is the reading embedder's own (``prompt_bar_of``: cosines differ per model). Turns
   this session was handed since its last session start (the recall log:
   ``recalls.handed_in_session``) are left out: the agent's context holds them.
 
@@ -200,12 +199,6 @@ def prompt(
     if best is None or best < bar:
         return Recalled("", (), best, query=text)
     turns = [t for t in ctx.turns if t.turn_id not in given]
-    # from outside the project, a turn must clear the bar on its own: packing fills the
-    # budget around the best hit, and elsewhere that filler is someone's unrelated chat
-    own = set(queries.project_sessions(store.conn, project))
-    away = [t for t in turns if t.session_id not in own]
-    near = dict(zip((t.turn_id for t in away), personal.cosines(store, text, [t.text for t in away]), strict=True))
-    turns = [t for t in turns if near.get(t.turn_id, bar) >= bar]
     if not turns:
         return Recalled("", (), best, query=text)
     body = render([_line_of(t) for t in turns], titles_of(store, [t.session_id for t in turns]))

@@ -30,10 +30,12 @@ from localmem.retrieval.scope import AGENT_SPEAKERS, about_themselves
 from localmem.storage.reads import queries, views
 from localmem.storage.write.store import Store
 from localmem.util.projectinfo import About
+from localmem.util.text import sentence_spans
 
 # The cosine a statement needs to the project's words (on the default embedder's scale; ``localmem
 # bench session-start`` measures what it lets through on 10k unrelated turns).
 STATEMENT_BAR = 0.3
+SENTENCES = 8  # of a turn, compared on their own (``cosines``)
 
 
 def bearing(
@@ -66,11 +68,23 @@ def bearing(
 
 
 def cosines(store: Store, query: str, texts: list[str]) -> list[float]:
-    """The cosine of each of ``texts`` to ``query``, with the store's embedder."""
+    """The cosine to ``query`` of each of ``texts``, as a read measures its best hit
+    (``best_cosine``): of the whole text or of its best sentence (its first
+    ``SENTENCES``), with the store's embedder."""
     if not texts:
         return []
-    vecs = store.embedder.embed([query, *texts])
-    return [float(c) for c in np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)]
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        parts = [text, *(text[a:b] for a, b in sentence_spans(text)[:SENTENCES])]
+        pieces += parts
+        owner += [i] * len(parts)
+    vecs = store.embedder.embed([query, *pieces])
+    sims = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
+    best = [-1.0] * len(texts)
+    for i, c in zip(owner, sims, strict=True):
+        best[i] = max(best[i], float(c))
+    return best
 
 
 def _worked_in_a_project(store: Store, session_id: int) -> bool:

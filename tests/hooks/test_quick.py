@@ -34,7 +34,9 @@ from tests.helpers.resident import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 START = {"session_id": "new-session", "cwd": CWD, "source": "startup"}
-ASK = {"session_id": "new-session", "cwd": CWD, "prompt": "what does module 2 return for empty input?"}
+# no session: the same prompt asked again on another path gets the same reply (within a
+# session a prompt leaves out what the session was given already: test_context_given.py)
+ASK = {"cwd": CWD, "prompt": "what does module 2 return for empty input?"}
 OFF = {"session_id": "new-session", "cwd": CWD, "prompt": "recommend a good sourdough bread recipe with rye flour"}
 _IMPORT_LINE = re.compile(rb"^import time:[^\n]*\n", re.MULTILINE)
 # the hook with its settings loaded: the path of before the fast path (op `hook`, else in-process)

@@ -275,13 +275,14 @@ def test_a_hook_without_a_bar_gets_the_reading_embedders_own(
     the embedder that reads the store (``Embedder.prompt_bar``; an embedder folder carries
     it in embedder.json), so a model whose cosines run higher is not let through by
     MiniLM's 0.5; a number the caller set wins over it."""
-    unset = replace(H, bar=None)
-    got, _ = client.ask_hook(filled.settings, H, 5.0)
+    asked = replace(H, session="")  # no session: nothing left out as given already, each ask the same
+    unset = replace(asked, bar=None)
+    got, _ = client.ask_hook(filled.settings, asked, 5.0)
     assert got is not None and got["text"]
     monkeypatch.setattr(filled.embedder, "prompt_bar", got["best_cosine"] + 0.01, raising=False)
     strict, _ = client.ask_hook(filled.settings, unset, 5.0)
     assert strict is not None and strict["text"] == "" and strict["best_cosine"] == got["best_cosine"]
-    assert client.ask_hook(filled.settings, H, 5.0)[0] == got  # the caller's -1 wins
+    assert client.ask_hook(filled.settings, asked, 5.0)[0] == got  # the caller's -1 wins
     monkeypatch.setattr(filled.embedder, "prompt_bar", got["best_cosine"] - 0.01, raising=False)
     loose, _ = client.ask_hook(filled.settings, unset, 5.0)
     assert loose is not None and loose["text"] == got["text"]
