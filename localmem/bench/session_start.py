@@ -38,6 +38,7 @@ from localmem.memory import open_store
 from localmem.records import SessionIn
 from localmem.resident import recall
 from localmem.retrieval.scope import project_scope
+from localmem.storage.bench import reads as bench_reads
 from localmem.storage.reads import queries
 from localmem.storage.write.store import Store
 
@@ -175,7 +176,7 @@ def _chat(data: Path, turns: int) -> Iterator[SessionIn]:
 
 def build(store: Store, data: Path, turns: int) -> int:
     """The store (module docstring), written once: a store that has turns is kept."""
-    have = int(store.conn.one("SELECT count(*) FROM turns")[0])
+    have = bench_reads.count_turns(store.conn)
     if have == 0:
         batch: list[SessionIn] = []
         for s in _chat(data, turns):
@@ -184,7 +185,7 @@ def build(store: Store, data: Path, turns: int) -> int:
                 store.write_sessions(batch)
                 batch = []
         store.write_sessions([*batch, *projects.sessions()])
-        have = int(store.conn.one("SELECT count(*) FROM turns")[0])
+        have = bench_reads.count_turns(store.conn)
     return have
 
 
