@@ -31,9 +31,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
     if detach.wanted(detach.event_of(args_in)) and detach.detach():
-        from localmem.hooks import entry  # in the child: the agent has stopped waiting
+        # the child: the agent has stopped waiting. The resident process reads the transcript
+        # (its model loaded, its store open); else, or for a long one, this process does
+        from localmem.hooks import entry, quick
 
-        return entry.main(args_in, raw, time.perf_counter(), detached=True)
+        started = time.perf_counter()
+        try:
+            if quick.answer(args_in, raw, started, quick.INGEST):
+                return 0
+        except Exception:  # the resident's trouble: this process does the work and names any failure
+            pass
+        return entry.main(args_in, raw, started, detached=True)
     from localmem.hooks import quick  # lazy: a Stop's parent (above) exits before it is needed
 
     try:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 MAX_PAYLOAD = 1 << 20  # hooks.events.MAX_PAYLOAD: the payload read, as the hook reads it
 EVENTS = ("session-start", "prompt")  # resident.wire.HOOK_EVENTS: the events a resident process answers
+INGEST = ("stop", "pre-compact", "session-end")  # resident.wire.INGEST_EVENTS: read by it for a detached hook
 # the hook command's options; any other (or an abbreviation): the full path. A --key-file line
 # is read here too (an ingest event's background start needs its event); its store, when
 # encrypted, is never asked of a resident process (quick.find), so the path with settings opens it
@@ -51,16 +52,17 @@ PLAN_S = 0.5  # a live server plans a hook line at once (~1 ms; ~30 ms for a cal
 GRACE_S = 0.05  # past the time left that the server named: its own refusal is on the way
 
 
-def answer(argv: list[str], raw: bytes, started: float) -> bool:
+def answer(argv: list[str], raw: bytes, started: float, events: tuple[str, ...] = EVENTS) -> bool:
     """The hook ``argv`` with payload ``raw`` answered by the store's resident process:
     True, the reply printed and the outcome counted; or False, nothing done (module
-    docstring). ``started``: the process's start (a ``time.perf_counter()`` reading)."""
+    docstring). ``started``: the process's start (a ``time.perf_counter()`` reading).
+    ``events``: those asked for (``INGEST``: a detached hook's, ``hooks.detach``)."""
     split = command_of(argv)
-    if split is None or split[1] not in EVENTS:
-        return False  # the events that ingest, or a command line the parser names the fault of
+    if split is None or split[1] not in events:
+        return False  # another kind of event, or a command line the parser names the fault of
     try:
         target = quick.find(split[0])
-        got = None if target is None else _ask(*target, argv, raw, started)
+        got = None if target is None else _ask(*target, argv, raw, started, events)
     except (OSError, ValueError, AttributeError):  # a stale socket, a cut reply, not JSON, a payload not UTF-8
         return False
     if got is None:
@@ -102,7 +104,7 @@ def command_of(argv: list[str] | tuple[str, ...]) -> tuple[str | None, str] | No
 
 
 def _ask(
-    sock: str, identity: dict[str, Any], argv: list[str], raw: bytes, started: float
+    sock: str, identity: dict[str, Any], argv: list[str], raw: bytes, started: float, events: tuple[str, ...]
 ) -> tuple[str, dict[str, Any]] | None:
     """What to print and the outcome to count, when the server answered; else None."""
     payload = raw.decode("utf-8")  # not UTF-8 (ValueError): the full path counts the bad payload
@@ -123,7 +125,7 @@ def _ask(
     db, detail = record.get("db"), record.get("detail")
     if not isinstance(db, str) or not isinstance(detail, dict) or record.get("outcome") not in OUTCOMES:
         return None
-    if not isinstance(record.get("client"), str) or record.get("event") not in EVENTS:
+    if not isinstance(record.get("client"), str) or record.get("event") not in events:
         return None
     stdout.encode(sys.stdout.encoding, sys.stdout.errors or "strict")  # as print would: else the full path fails alike
     return stdout, record

@@ -13,9 +13,11 @@ Invariants:
   as a :class:`Quiet` one, which refuses where the in-process one would print help or
   count a bad command line), the same settings (``resident.callers``: the caller's
   variables and the config file they name), the same question, reply and status detail
-  (``hooks.fast.served``); anything else the in-process hook would do (an event that
-  ingests, a bad command line, bad settings, a bad payload, no time left) is
+  (``hooks.fast.served``); anything else the in-process hook would do (a bad command
+  line, bad settings, a bad payload, no time left, a transcript that is not there) is
   ``wire.Refused``, and the caller does the hook itself, counting it as it would;
+- an event that ingests (sent by a detached hook, ``hooks.detach``) is planned as the
+  transcript read into the server's store, as ``hooks.run`` reads it in-process;
 - a prompt with nothing to recall for is answered without a read, as ``hooks.fast`` does.
 """
 
@@ -28,11 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from localmem.config import Settings
 from localmem.errors import LocalmemError
 from localmem.hooks import events, quick
 from localmem.hooks.entry import parser
 from localmem.hooks.events import HookEvent
 from localmem.hooks.fast import MARGIN_S, deadline, hook_ask, served
+from localmem.ingest import runner
 from localmem.resident import wire
 from localmem.resident.callers import CallerSettings
 
@@ -69,8 +73,6 @@ class HookPlanner:
     def _plan(self, call: wire.HookCall) -> wire.HookPlan:
         with self._lock:  # argparse keeps no state between calls, but say so for a shared parser
             args = self._parser.parse_args(list(call.argv))
-        if args.event not in wire.HOOK_EVENTS:
-            raise wire.Refused("an event that ingests: in-process")
         settings = self._settings.load(call.env, call.platform, db=args.db)
         try:
             ev = events.parse(args.client, args.event, call.stdin.encode("utf-8"))
@@ -79,6 +81,8 @@ class HookPlanner:
         db = os.path.join(call.cwd, settings.db)  # where the caller's process counts its outcome
         store = wire.store_identity(Path(db))
         fingerprint = wire.fingerprint(settings)
+        if ev.event in wire.INGEST_EVENTS:
+            return _ingest_plan(settings, ev, call, db, store, fingerprint)
         why = events.nothing_to_recall(ev)
         if why is not None:
             quiet = {"stdout": "", "record": _record(db, ev, "quiet", {"why": why})}
@@ -87,6 +91,33 @@ class HookPlanner:
         if left <= 0:
             raise wire.Refused("no time left")
         return wire.HookPlan(store, fingerprint, hook_ask(settings, ev, call.cwd), left, _printer(db, ev))
+
+
+def _ingest_plan(
+    settings: Settings, ev: HookEvent, call: wire.HookCall, db: str, store: dict[str, Any] | None, fingerprint: str
+) -> wire.HookPlan:
+    """An ingest event's plan: the transcript the payload names, read by the server into its
+    store (``ingest.runner``, from where the last read stopped); a payload naming none, or a
+    path that is no file, is the caller's to count (``hooks.run``)."""
+    if not ev.transcript_path:
+        raise wire.Refused("no transcript named")
+    path = Path(call.cwd, os.path.expanduser(ev.transcript_path))
+    if not path.is_file():
+        raise wire.Refused("the transcript is not a file")
+    fmt = events.FORMATS[ev.client]
+
+    def ingest(target: Any, should_stop: Callable[[], bool]) -> dict[str, Any]:
+        report = runner.ingest_file(target, path, fmt, skip_bad=True, should_stop=should_stop)
+        return {"new": report.new, "already_present": report.already_present, "stopped": report.stopped}
+
+    def render(got: dict[str, Any] | None) -> dict[str, Any]:
+        assert got is not None
+        detail = {"via": "resident", "background": True, "new": got["new"], "already_present": got["already_present"]}
+        return {"stdout": "", "record": _record(db, ev, "quiet", detail)}
+
+    return wire.HookPlan(
+        store, fingerprint, None, 0.0, render, ingest=ingest, write_fingerprint=wire.write_fingerprint(settings)
+    )
 
 
 def _printer(db: str, ev: HookEvent) -> Callable[[dict[str, Any] | None], dict[str, Any]]:

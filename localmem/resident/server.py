@@ -18,7 +18,10 @@ Invariants (docs/architecture.md, "The resident fast path"):
   (``localmem.hooks.served``'s: ``localmem serve`` and the MCP server give it), and its
   reply says first how many seconds the plan leaves of the hook's deadline, then the
   answer within them, or a refusal (``timeout``) then, while the recall finishes and its
-  rows are written;
+  rows are written; an ingest event's line (from a detached hook) is read into this
+  store under the lock for about ``INGEST_S`` and only under the caller's own write
+  settings (``wire.write_fingerprint``); a longer one is refused ``partial`` after its
+  first batches, and the caller reads on;
 - store calls hold the caller's lock (the MCP server's: one call on the connection at a
   time); the socket thread never holds it while it waits for a client;
 - a ``cli`` read's recall-log row (the row the caller's own process would write) is written
@@ -43,7 +46,8 @@ import apsw
 
 from localmem import __version__
 from localmem.errors import LocalmemError
-from localmem.resident import listen, local, quick, recall, unix, wire
+from localmem.resident import hookline, listen, local, quick, recall, unix, wire
+from localmem.resident.hookline import Answer, refuse
 from localmem.storage.engine import keys
 from localmem.storage.layers.recalls import RecallWrite
 from localmem.storage.write.store import Store
@@ -54,7 +58,6 @@ REQUEST_S = 5.0  # a client that has not sent its request by then is dropped
 ACCEPT_S = 0.5  # the accept loop looks at the stop flag this often
 STANDBY_S = 5.0  # how often a process that found the socket taken checks whether it is free again
 STOP_S = 10.0  # how long stop() waits for calls in flight (a reply, its recall-log row)
-Answer = tuple[dict[str, Any], RecallWrite | None]  # a reply, and the recall-log row left to write
 P = TypeVar("P", wire.Plan, wire.HookPlan)  # a raw line's plan (op cli, op hook-cli)
 
 
@@ -81,6 +84,8 @@ class ResidentServer:
         self._standby: threading.Thread | None = None
         self._lost: str | None = None  # why the socket could not be bound again (logged once)
         self._fingerprint = wire.fingerprint(store.settings)
+        self.writes = wire.write_fingerprint(store.settings)  # what an ingest stores: a hook's only under it
+        self.busy_s, self.wait_s = BUSY_S, BUSY_S + REQUEST_S  # for resident.hookline
         # the file this process holds open: a file renamed over the path later (encrypt,
         # restore, a copy) is another store, which the caller reads in-process
         self._identity = wire.store_identity(store.path)
@@ -229,7 +234,7 @@ class ResidentServer:
         if op == "cli":
             return self._command(req)
         if op == "hook-cli":
-            return self._hook_command(req, early)
+            return hookline.answer(self, req, early)
         if req.get("settings") != self._fingerprint:
             return refuse("settings"), None
         try:
@@ -240,11 +245,11 @@ class ResidentServer:
             return refuse(f"request: {exc}"), None
         if isinstance(query, wire.HookAsk):
             hook = query
-            return self._locked(lambda: ({"ok": True, "hook": recall.answer(self.store, hook)}, None))
+            return self.locked(lambda: ({"ok": True, "hook": recall.answer(self.store, hook)}, None))
         asked = query
-        return self._locked(lambda: ({"ok": True, "context": local.context(self.store, asked)}, None))
+        return self.locked(lambda: ({"ok": True, "context": local.context(self.store, asked)}, None))
 
-    def _planned(self, plan_of: Callable[[], P]) -> P | Answer:
+    def planned(self, plan_of: Callable[[], P]) -> P | Answer:
         """A raw line's plan, or the refusal it gets: a request or command line the
         planner refuses, or a plan naming another store or other settings."""
         try:
@@ -264,7 +269,7 @@ class ResidentServer:
         caller's own process would."""
         cli = self.cli
         assert cli is not None
-        plan = self._planned(lambda: cli(wire.parse_cli(req)))
+        plan = self.planned(lambda: cli(wire.parse_cli(req)))
         if isinstance(plan, tuple):  # refused
             return plan
         query = plan.query
@@ -275,34 +280,9 @@ class ResidentServer:
             ctx, record = local.read(self.store, query)
             return printed(plan, ctx), record
 
-        return self._locked(read)
+        return self.locked(read)
 
-    def _hook_command(self, req: dict[str, Any], early: Callable[[dict[str, Any]], None] | None) -> Answer:
-        """A raw hook command line (op ``hook-cli``): its plan, checked, and its recall
-        answered within the time the plan leaves, which ``early`` tells the caller first
-        (module docstring)."""
-        hooks = self.hooks
-        assert hooks is not None
-        t0 = time.monotonic()
-        plan = self._planned(lambda: hooks(wire.parse_hook_call(req)))
-        if isinstance(plan, tuple):  # refused
-            return plan
-        ask = plan.ask
-        if ask is None:
-            return {"ok": True, **plan.render(None)}, None
-        left = plan.left - (time.monotonic() - t0)  # the plan's time (a caller's first settings: ~30 ms) is the hook's
-        if left <= 0:
-            return refuse("timeout"), None
-        if early is not None:
-            early({"ok": True, "left": left})
-        return self._within(
-            lambda: self._locked(
-                lambda: ({"ok": True, **plan.render(recall.answer(self.store, ask))}, None), min(BUSY_S, left)
-            ),
-            left,
-        )
-
-    def _within(self, call: Callable[[], Answer], seconds: float) -> Answer:
+    def within(self, call: Callable[[], Answer], seconds: float) -> Answer:
         """``call()`` in a thread of its own, waited for ``seconds``: then a refusal
         (``timeout``) while it finishes; ``stop`` waits for it as for a call in flight."""
         box: list[Answer] = []
@@ -326,7 +306,7 @@ class ResidentServer:
             return refuse("timeout"), None
         return box[0]
 
-    def _locked(self, call: Callable[[], Answer], busy_s: float = BUSY_S) -> Answer:
+    def locked(self, call: Callable[[], Answer], busy_s: float = BUSY_S) -> Answer:
         """``call()`` holding the store's lock: a refusal when it stays busy for ``busy_s``
         or the read fails (the caller meets the error again in-process and says it its
         own way)."""
@@ -388,10 +368,6 @@ class ResidentServer:
             or wire.store_identity(self.store.path) != self._identity
             or self.store.replaced() is not None
         )
-
-
-def refuse(why: str) -> dict[str, Any]:
-    return {"ok": False, "why": why}
 
 
 def printed(plan: wire.Plan, ctx: dict[str, Any] | None) -> dict[str, Any]:

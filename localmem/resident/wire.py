@@ -65,6 +65,7 @@ from localmem.resident.unix import (
 
 __all__ = [
     "HOOK_EVENTS",
+    "INGEST_EVENTS",
     "MAX_LINE",
     "MAX_REPLY",
     "PLATFORM_ENV",
@@ -90,6 +91,7 @@ __all__ = [
     "runtime_dir",
     "socket_path",
     "store_identity",
+    "write_fingerprint",
 ]
 
 # A scope naming a project, ``project:PATH``: retrieval.scope.PREFIX, spelled here so that the
@@ -128,6 +130,9 @@ class HookAsk:
 
 
 HOOK_EVENTS = ("session-start", "prompt")
+# The events that ingest: a detached hook (hooks.detach) hands a short one to the resident
+# process, which has the model loaded and the store open (``HookPlan.ingest``).
+INGEST_EVENTS = ("stop", "pre-compact", "session-end")
 
 
 def runtime_dir() -> Path:
@@ -148,6 +153,13 @@ def socket_path(db: Path, folder: Path | None = None) -> Path | None:
     (``unix.socket_in``); None when neither fits (then there is no fast path for it)."""
     path = unix.socket_in(folder or runtime_dir(), db)
     return None if path is None else Path(path)
+
+
+def write_fingerprint(settings: Settings) -> str:
+    """A hash of the settings that decide what an ingest stores (the embedder, the ingest
+    section: tool lines, redaction): a server ingests for a caller only under its own."""
+    shaping = {"embedder": settings.embedder, "ingest": asdict(settings.ingest)}
+    return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
 
 def fingerprint(settings: Settings) -> str:
@@ -298,6 +310,11 @@ class HookPlan:
     ask: HookAsk | None
     left: float
     render: Callable[[dict[str, Any] | None], dict[str, Any]]
+    # an ingest event's work, done by the server under its lock with its own store:
+    # ``ingest(store, should_stop) -> {"new", "already_present", "stopped"}`` (``stopped``:
+    # cut short at a batch's end, the caller reads on from there); None for a recall
+    ingest: Callable[[Any, Callable[[], bool]], dict[str, Any]] | None = None
+    write_fingerprint: str = ""  # the caller's ``write_fingerprint``: an ingest only under the server's own
 
 
 def parse_hook_call(req: dict[str, Any]) -> HookCall:

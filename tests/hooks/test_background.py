@@ -22,6 +22,7 @@ from localmem.hooks import __main__ as entry_point
 from localmem.hooks import background, detach, events, status
 from tests.helpers.fastentry import imported_by
 from tests.helpers.hooks import CWD, SESSION, hook, settled, status_runs
+from tests.helpers.resident import Server
 
 HOOK = [sys.executable, "-m", "localmem.hooks"]
 
@@ -168,3 +169,40 @@ def test_a_stops_parent_process_loads_nothing_of_ours_but_the_fork() -> None:
     ours = {n for n in names if n.startswith("localmem")}
     assert ours == {"localmem", "localmem.hooks", "localmem.hooks.__main__", "localmem.hooks.detach"}, ours
     assert not {"re", "json", "base64", "typing", "threading"} & names
+
+
+def test_a_resident_process_reads_a_short_transcript_and_hands_a_long_one_back(tmp_path: Path) -> None:
+    log = tmp_path / f"{SESSION}.jsonl"
+    log.write_text("\n".join(agent_logs.transcript(SESSION, CWD, 2)) + "\n", "utf-8")
+    db = tmp_path / "m.db"
+    hook(db, "stop", {"session_id": SESSION, "transcript_path": str(log), "cwd": CWD})  # makes the store
+    server = Server(db)
+    try:
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(agent_logs.exchange(SESSION, CWD, 2)) + "\n")
+        hook(db, "stop", {"session_id": SESSION, "transcript_path": str(log), "cwd": CWD})
+        last = status.read(db)["last_run"]
+        assert last["via"] == "resident" and last["background"] is True and last["new"] > 0, last
+        assert texts(db) == agent_logs.expected_turns(3)
+        # other write settings: what the server would store differs, so the hook's own process reads
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(agent_logs.exchange(SESSION, CWD, 3)) + "\n")
+        hook(db, "stop", {"session_id": SESSION, "transcript_path": str(log), "cwd": CWD}, LOCALMEM_INGEST_REDACT="0")
+        assert "via" not in status.read(db)["last_run"]
+        assert texts(db) == agent_logs.expected_turns(4)
+        # a long catch-up: the server stores its first batches, the hook's own process the rest
+        with log.open("a", encoding="utf-8") as fh:
+            for i in range(4, 1500):
+                fh.write("\n".join(agent_logs.exchange(SESSION, CWD, i)) + "\n")
+        hook(db, "stop", {"session_id": SESSION, "transcript_path": str(log), "cwd": CWD})
+        assert texts(db) == agent_logs.expected_turns(1500)  # every turn once, in order, whoever stored it
+    finally:
+        server.stop()
+
+
+def test_the_light_modules_spell_the_events_as_their_sources_do() -> None:
+    from localmem.hooks import quick
+    from localmem.resident import wire
+
+    assert quick.INGEST == detach.INGEST_EVENTS == wire.INGEST_EVENTS
+    assert set(quick.EVENTS) | set(quick.INGEST) == set(events.EVENTS)

@@ -93,7 +93,9 @@ def test_the_reply_is_what_the_hook_prints_and_counts(serving: ResidentServer, f
 @pytest.mark.parametrize(
     ("event", "payload", "env", "why"),
     [
-        ("stop", {"session_id": "s"}, {}, "command: an event that ingests"),
+        ("stop", {"session_id": "s"}, {}, "command: no transcript named"),  # the caller counts it its way
+        ("stop", {"session_id": "s", "transcript_path": "/nowhere.jsonl"}, {}, "command: the transcript is not a file"),
+        ("stop", {"session_id": "s", "transcript_path": __file__}, {"LOCALMEM_INGEST_TOOL_LINES": "none"}, "settings"),
         ("prompt", {"prompt": "bike"}, {"LOCALMEM_BUDGET_TOKENS": "900"}, "settings"),
         ("prompt", {"prompt": "bike"}, {"LOCALMEM_HOOKS_PROMPT_BAR": "x"}, "command: "),
         ("prompt", {"prompt": "bike"}, {"LOCALMEM_HOOKS_PROMPT_DEADLINE": "0.1"}, "command: no time left"),
