@@ -39,7 +39,7 @@ from typing import Any
 from localmem.bench import scale, synthetic
 from localmem.bench.agent_apis import StandIn
 from localmem.config import Settings
-from localmem.hooks import status
+from localmem.hooks import detach, status
 from localmem.models.registry import default_embedder
 from localmem.storage.bench import synthetic as bench_rows
 from localmem.storage.engine import db
@@ -64,8 +64,12 @@ def find_cli(given: Path | None) -> Path:
     raise FileNotFoundError(f"no `claude` command: npm install {NPM}, then --cli PATH")
 
 
-def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder: str = "default") -> dict[str, Any]:
-    """The bench (module docstring) with the CLI at ``cli``, its files in ``work``."""
+def run(
+    cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder: str = "default", foreground: bool = False
+) -> dict[str, Any]:
+    """The bench (module docstring) with the CLI at ``cli``, its files in ``work``;
+    ``foreground``: the ingest hooks run while the agent waits (``hooks.detach``'s switch),
+    as before they were detached."""
     project = work / "project"
     project.mkdir(parents=True, exist_ok=True)
     settings = Settings(db=work / f"agent-{turns}.db", embedder=embedder)
@@ -79,6 +83,8 @@ def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder:
     before = _runs(settings.db, "stop")  # a store kept from an earlier run (--workdir) has its count
     with StandIn("anthropic", reply=REPLY) as api:
         bare, hooked = _env(work / "home-bare", api.url), _env(work / "home-hooked", api.url)
+        if foreground:
+            hooked[detach.FOREGROUND_ENV] = "1"
         _settings(bare, None)
         _settings(hooked, settings.db)
         _session(cli, project, hooked, prompts[0])  # untimed: starts the daemon, loads its mirrors
@@ -94,6 +100,7 @@ def run(cli: Path, work: Path, turns: int = 100_000, rounds: int = 20, embedder:
         "turns": turns,
         "build_s": round(built, 1),
         "rounds": rounds,
+        "foreground": foreground,
         "stops_counted": counted,
         "stops": stops,
         "requests": len(api.requests),
@@ -219,7 +226,8 @@ def report(r: dict[str, Any]) -> str:
     """The result as the table ``localmem bench agent`` prints."""
     lines = [
         f"real Claude Code ({r['cli']}), a store of {r['turns']:,} synthetic turns; {r['rounds']} rounds of each, "
-        "alternating a home without and one with localmem's hooks",
+        "alternating a home without and one with localmem's hooks"
+        + (" (ingest in the foreground)" if r.get("foreground") else ""),
         "| what | without localmem p50 / p95 | with its hooks p50 / p95 | added p50 / p95 / max |",
         "|---|---:|---:|---:|",
     ]

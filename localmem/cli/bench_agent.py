@@ -26,6 +26,12 @@ def add_agent_bench_parser(bsub: Any) -> None:
     c.add_argument("--cli", type=Path, help="the claude command (default: on PATH, else .ci/node's)")
     c.add_argument("--turns", type=int, default=100_000, help="synthetic store size (default 100000)")
     c.add_argument("--rounds", type=int, default=20, help="turns timed on each side (default 20)")
+    c.add_argument(
+        "--foreground-ingest",
+        action="store_true",
+        help="the Stop, PreCompact and SessionEnd hooks ingest while the agent waits (LOCALMEM_HOOK_FOREGROUND=1): "
+        "the cost before they were detached",
+    )
     c.add_argument("--workdir", type=Path, help="keep the store and the home here (default: a temp dir)")
     c.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     c.set_defaults(func=cmd_bench_agent)
@@ -40,7 +46,9 @@ def cmd_bench_agent(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("--rounds and --turns must be 1 or more")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="localmem-bench-agent-"))
     work.mkdir(parents=True, exist_ok=True)
-    r = agent_cost.run(cli, work, args.turns, args.rounds, embedder=settings.embedder)
+    r = agent_cost.run(
+        cli, work, args.turns, args.rounds, embedder=settings.embedder, foreground=args.foreground_ingest
+    )
     print(agent_cost.report(r))
     if args.json:
         print(agent_cost.as_json(r))
