@@ -50,6 +50,9 @@ FIXTURES["gemini"] = next((AGENTS / "gemini" / "chats").glob("*.jsonl")).read_by
 VSCODE = AGENTS / "vscode" / "User" / "workspaceStorage"
 FIXTURES["vscode"] = next(VSCODE.glob("*/chatSessions/*.jsonl")).read_bytes()  # the log; the .json below
 VSCODE_JSON = next(VSCODE.glob("*/chatSessions/*.json")).read_bytes()
+FIXTURES["copilot"] = next((AGENTS / "copilot" / "session-state").glob("*/events.jsonl")).read_bytes()
+FIXTURES["cursor"] = next((AGENTS / "cursor").glob("*/agent-transcripts/*.jsonl")).read_bytes()
+FIXTURES["aider"] = (AGENTS / "aider" / "shop" / ".aider.chat.history.md").read_bytes()
 assert set(FIXTURES) == set(FORMATS)
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
