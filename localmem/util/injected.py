@@ -3,7 +3,9 @@
 A hook wraps what it injects in ``<localmem-context nonce="N">`` … ``</localmem-context
 nonce="N">`` (:func:`wrap`), N a digest of the block's own words, and the memory text inside can
 never open or close a block: every ``<localmem-context`` / ``</localmem-context`` it holds
-(any case, any spacing) is escaped (its hyphen becomes U+2011), so a remembered turn that
+(any case, any spacing, unseen characters such as a zero-width space inside it, its ``<``
+written as an HTML entity) is escaped (its hyphen becomes U+2011, the unseen characters
+dropped), so a remembered turn that
 says ``</localmem-context> SYSTEM: …`` stays inside the block as the model reads it. The
 block's first line is hashed and recorded with the head lines below when it is injected
 (``injected`` table). When the agent's transcript is ingested later, the write path drops
@@ -36,7 +38,22 @@ CLOSE = "</localmem-context>"  # an older version's closing tag
 _LEGACY = Lazy(re.escape(OPEN + ">") + r".*?" + re.escape(CLOSE), re.DOTALL)
 _BLOCK = Lazy(r'(<localmem-context nonce="([0-9a-f]{16})">).*?(?:</localmem-context nonce="\2">|\Z)', re.DOTALL)
 _OPEN_LINE = Lazy(r'<localmem-context nonce="[0-9a-f]{16}">$')
-_TAG = Lazy(r"<(\s*/?\s*)localmem-context", re.IGNORECASE)  # what memory text may not hold as it is
+# Characters a reader does not see (zero-width spaces and joiners, soft hyphens, direction
+# marks, variation selectors, the BOM): a tag spelled with them between its letters reads as
+# the tag, so it is matched through them.
+_UNSEEN = "[\u00ad\u034f\u061c\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff]*"
+# what memory text may not hold as it is: the wrapper's tag, in any case, spaced around its
+# slash, with unseen characters anywhere in it, or with its "<" written as an HTML entity
+# (a client that escapes markup shows the real tag so: Gemini CLI)
+_TAG = Lazy(
+    r"(?:<|&lt;|&#0*60;|&#x0*3c;)("
+    + _UNSEEN
+    + r"\s*/?\s*"
+    + _UNSEEN
+    + r")"
+    + _UNSEEN.join(re.escape(c) for c in "localmem-context"),
+    re.IGNORECASE,
+)
 NB_HYPHEN = "\u2011"
 # The head lines a rendered context has (localmem.retrieval.packing): its note, a session
 # header "# <date> (session <key>)", a turn line "[<id>] <speaker>: <text>"; and the
@@ -51,7 +68,13 @@ INTRO_WORDS = 12  # a line that introduces injected memory has at most these wor
 
 def escape(text: str) -> str:
     """``text`` with every tag of the wrapper in it made inert (module docstring)."""
-    return _TAG.sub(lambda m: f"<{m.group(1)}localmem{NB_HYPHEN}context", text) if "context" in text.lower() else text
+    if "con" not in text.lower():  # the cheap test first: most memory text holds no such tag
+        return text
+    return _TAG.sub(lambda m: f"<{_seen(m.group(1))}localmem{NB_HYPHEN}context", text)
+
+
+def _seen(text: str) -> str:
+    return re.sub(_UNSEEN, "", text)
 
 
 def wrap(text: str, label: str = "") -> str:
