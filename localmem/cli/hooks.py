@@ -37,7 +37,8 @@ CODEX_TRUST = (
 def add_hooks(sub: Subparsers) -> None:
     c = sub.add_parser(
         "hooks",
-        help="install localmem's hooks into Claude Code, Codex CLI and Gemini CLI (one or every one found), "
+        help="install localmem's hooks into Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI (one or "
+        "every one found), "
         "or write localmem as their plugin; or remove them; or show them",
         description="Hooks make an agent's sessions memory by themselves: a session starts with what the project "
         "decided and left open, a prompt gets the memory that bears on it (only above a relevance bar), and each "
@@ -67,11 +68,15 @@ def add_hooks(sub: Subparsers) -> None:
         a.add_argument(
             "--client",
             choices=CLIENTS,
-            help="the agent" + (" (default: all three)" if name == "status" else " (or --all)"),
+            help="the agent" + (" (default: all four)" if name == "status" else " (or --all)"),
         )
         if name != "status":
             a.add_argument("--all", action="store_true", help="every agent found on this machine")
-        a.add_argument("--path", type=Path, help="the settings file (default: the client's own)")
+        a.add_argument(
+            "--path",
+            type=Path,
+            help="the settings file (default: the client's own; copilot: ~/.copilot/hooks/localmem.json)",
+        )
         a.add_argument("--json", action="store_true", help="print JSON")
         a.set_defaults(func={"install": cmd_install, "uninstall": cmd_uninstall, "status": cmd_status}[name])
     helptext = (
@@ -89,7 +94,7 @@ def _one_or_all(args: argparse.Namespace) -> None:
     if args.all and (args.client or args.path):
         raise InputError("--all installs into every agent found: leave out --client and --path")
     if not args.all and not args.client:
-        raise InputError("name the agent (--client claude-code, codex or gemini) or give --all")
+        raise InputError("name the agent (--client claude-code, codex, gemini or copilot) or give --all")
 
 
 def cmd_install(args: argparse.Namespace, settings: Settings) -> int:

@@ -2,7 +2,9 @@
 localmem's hooks once, and gives them back byte for byte.
 
 An agent is found by its folder (``~/.claude``, ``$CODEX_HOME`` or ``~/.codex``,
-``~/.gemini``) or its command on PATH (``claude``, ``codex``, ``gemini``). Each gets the
+``~/.gemini``, ``$COPILOT_HOME`` or ``~/.copilot``) or its command on PATH (``claude``,
+``codex``, ``gemini``, ``copilot``). Copilot CLI's file is localmem's own hooks file in its
+hooks folder (``install.settings_path``): one that did not exist is removed again. Each gets the
 entries of ``hooks install`` in its settings file, the route all three read hooks from
 without a command of theirs to run, and the one that can be undone exactly: adding a plugin
 goes through the client's own command, and Claude Code 2.1.337's ``plugin uninstall`` then
@@ -45,12 +47,13 @@ from localmem.hooks.events import CLIENTS
 from localmem.ingest.capture import agent_home, default_root
 from localmem.util import private
 
-COMMANDS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
+COMMANDS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
 # What the person must still do once the entries are in (said after each install)
 TODO = {
     "claude-code": "restart Claude Code (a running session read its settings when it started)",
     "codex": "open codex, type /hooks, review localmem's entries and trust them (Codex runs none until then)",
     "gemini": "restart Gemini CLI (a running session read its settings when it started)",
+    "copilot": "start a new Copilot CLI session (a running one read its hooks when it started)",
 }
 RECORD_VERSION = 1
 VSCODE_NOTE = (

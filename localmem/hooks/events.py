@@ -5,21 +5,31 @@ clients name them alike): ``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``; ``prompt`` (a prompt hook); ``source`` / ``trigger`` (why a session
 started or compaction ran). Each event localmem acts on, by client:
 
-=============  ==================  ==================  ===============
-localmem       claude-code         codex               gemini
-=============  ==================  ==================  ===============
-session-start  SessionStart        SessionStart        SessionStart
-prompt         UserPromptSubmit    UserPromptSubmit    BeforeAgent
-stop           Stop                Stop                AfterAgent
-pre-compact    PreCompact          PreCompact          PreCompress
-session-end    SessionEnd          (none)              SessionEnd
-=============  ==================  ==================  ===============
+=============  ================  ================  ============  ===================
+localmem       claude-code       codex             gemini        copilot
+=============  ================  ================  ============  ===================
+session-start  SessionStart      SessionStart      SessionStart  sessionStart
+prompt         UserPromptSubmit  UserPromptSubmit  BeforeAgent   userPromptSubmitted
+stop           Stop              Stop              AfterAgent    agentStop
+pre-compact    PreCompact        PreCompact        PreCompress   preCompact
+session-end    SessionEnd        (none)            SessionEnd    sessionEnd
+=============  ================  ================  ============  ===================
 
-The reply that injects context is the same JSON for the three:
+The reply that injects context is the same JSON for the first three:
 ``{"hookSpecificOutput": {"hookEventName": <the client's event>, "additionalContext": …}}``
 (Claude Code wraps it in a system reminder; Codex adds it as a developer message; Gemini
 appends it in ``<hook_context>``). Only session-start and prompt reply; the others print
 nothing.
+
+GitHub Copilot CLI (1.0.102, its camelCase events) sends camelCase fields: ``sessionId``,
+``transcriptPath`` (agentStop, preCompact), ``cwd``, ``prompt``, ``source`` / ``trigger``,
+and reads a top-level ``{"additionalContext": …}``: a sessionStart's becomes a user message
+before the first prompt, a userPromptSubmitted's is appended to the prompt in
+``<system_reminder>`` (both checked against the real CLI; GitHub's hooks reference says a
+command userPromptSubmitted hook's output is dropped, which 1.0.102 does not do). Its
+sessionEnd carries no transcript path: :func:`parse` names the session's log,
+``$COPILOT_HOME/session-state/<sessionId>/events.jsonl`` (``COPILOT_HOME`` defaulting to
+``~/.copilot``), from the environment of the process that parses it.
 
 VS Code's agent runs the hooks of ``~/.claude/settings.json`` (and of Claude Code plugins)
 too, with a payload of its own shape: ``hookEventName`` and ``sessionId`` where the three
@@ -40,11 +50,13 @@ Standard library only: the hook process imports this before anything heavy.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-CLIENTS = ("claude-code", "codex", "gemini")
+CLIENTS = ("claude-code", "codex", "gemini", "copilot")
 EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
 CLIENT_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {
@@ -67,9 +79,18 @@ CLIENT_EVENTS: dict[str, dict[str, str]] = {
         "pre-compact": "PreCompress",
         "session-end": "SessionEnd",
     },
+    "copilot": {
+        "session-start": "sessionStart",
+        "prompt": "userPromptSubmitted",
+        "stop": "agentStop",
+        "pre-compact": "preCompact",
+        "session-end": "sessionEnd",
+    },
 }
 # The ingest format of each client's transcript (localmem.ingest).
-FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini"}
+FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+# A Copilot session id as the CLI makes them (a UUID): the only kind put into a path
+_SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 MAX_PAYLOAD = 1 << 20  # bytes of stdin read: a prompt and a few fields
 # after json.loads a surrogate left in a str is a lone one (an escaped pair is joined into one character)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -110,6 +131,8 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
         v = obj.get(key)
         return LONE_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else ""
 
+    if client == "copilot":
+        return _copilot(event, text)
     vscode = "hook_event_name" not in obj and "hookEventName" in obj  # VS Code's shape (module docstring)
     return HookEvent(
         client,
@@ -123,6 +146,24 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
     )
 
 
+def _copilot(event: str, text: Callable[[str], str]) -> HookEvent:
+    """Copilot CLI's camelCase payload (module docstring)."""
+    sid, transcript = text("sessionId"), text("transcriptPath")
+    if not transcript and event == "session-end" and _SESSION_ID.fullmatch(sid):
+        named = os.environ.get("COPILOT_HOME")
+        home = os.path.expanduser(named) if named else os.path.join(os.path.expanduser("~"), ".copilot")
+        transcript = os.path.join(home, "session-state", sid, "events.jsonl")
+    return HookEvent(
+        "copilot",
+        event,
+        session_id=sid,
+        transcript_path=transcript,
+        cwd=text("cwd"),
+        prompt=text("prompt"),
+        source=text("source") or text("trigger"),
+    )
+
+
 def nothing_to_recall(e: HookEvent) -> str | None:
     """Why a prompt hook has nothing to recall for (an empty prompt, a slash command), or None."""
     if e.event == "prompt" and (not e.prompt.strip() or e.prompt.lstrip().startswith("/")):
@@ -132,6 +173,8 @@ def nothing_to_recall(e: HookEvent) -> str | None:
 
 def reply(client: str, event: str, context: str) -> str:
     """The JSON line that gives ``context`` to the agent (module docstring)."""
+    if client == "copilot":  # its own shape: the context at the top (module docstring)
+        return json.dumps({"additionalContext": context})
     name = CLIENT_EVENTS[client][event]
     return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}})
 

@@ -9,7 +9,17 @@ codex          ``~/.codex/hooks.json``      SessionStart 10 s, UserPromptSubmit 
                                             PreCompact 60 s (``$CODEX_HOME`` moves it)
 gemini         ``~/.gemini/settings.json``  SessionStart 10 s, BeforeAgent 5 s, AfterAgent,
                                             PreCompress, SessionEnd 60 s (in milliseconds)
+copilot        ``~/.copilot/hooks/          sessionStart 10 s, userPromptSubmitted 5 s,
+               localmem.json``              agentStop, preCompact, sessionEnd 60 s
+                                            (``$COPILOT_HOME`` moves it)
 =============  ==========================  =========================================
+
+GitHub Copilot CLI reads every ``*.json`` in its user hooks folder (``$COPILOT_HOME/hooks``,
+GitHub's hooks reference), each ``{"version": 1, "hooks": {<event>: [entry, …]}}`` with flat
+entries ``{"type": "command", "bash": …, "timeoutSec": N}`` (no matcher groups): localmem
+writes a file of its own there, ``localmem.json``, merged like the others (another entry a
+person put in it stays), and ``uninstall`` removes the file once only ``version`` is left.
+Its backups are named ``localmem.json.bak-…``, which Copilot does not read as hooks.
 
 Each entry runs ``<this interpreter> -m localmem.hooks --db <this store> [--key-file
 <file>] <event> --client <client>`` with absolute paths (the most common reason a hook
@@ -66,6 +76,8 @@ TRUSTED = "trusted"
 def settings_path(client: str, home: Path | None = None, env: dict[str, str] | None = None) -> Path:
     home = home or Path.home()
     env = dict(os.environ) if env is None else env
+    if client == "copilot":
+        return agent_home(client, env, home) / "hooks" / "localmem.json"
     if client in CLIENTS:
         return agent_home(client, env, home) / ("hooks.json" if client == "codex" else "settings.json")
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
@@ -78,12 +90,27 @@ def command(db: Path, client: str, event: str, python: str | None = None, key_fi
     return shlex.join([*argv, event, "--client", client])
 
 
+def _cmd(hook: Any) -> Any:
+    """A handler's command line (Copilot's is under ``bash``), or None."""
+    return (hook.get("command") or hook.get("bash")) if isinstance(hook, dict) else None
+
+
 def ours(hook: Any, client: str) -> bool:
-    cmd = hook.get("command") if isinstance(hook, dict) else None
+    cmd = _cmd(hook)
     return isinstance(cmd, str) and MARK in cmd and f"--client {client}" in cmd
 
 
+def _handlers(group: Any) -> list[Any]:
+    """The handlers of one entry of an event's list: a matcher group's ``hooks``, or the
+    entry itself (Copilot's flat entries)."""
+    if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+        return list(group["hooks"])
+    return [group] if isinstance(group, dict) and _cmd(group) is not None else []
+
+
 def entry(db: Path, client: str, event: str, key_file: Path | None = None) -> dict[str, Any]:
+    if client == "copilot":  # a flat entry, its command under "bash" (module docstring)
+        return {"type": "command", "bash": command(db, client, event, key_file=key_file), "timeoutSec": TIMEOUTS[event]}
     hook: dict[str, Any] = {"type": "command", "command": command(db, client, event, key_file=key_file)}
     if client == "gemini":
         hook = {"name": f"localmem-{event}", **hook, "timeout": TIMEOUTS[event] * 1000}
@@ -92,7 +119,7 @@ def entry(db: Path, client: str, event: str, key_file: Path | None = None) -> di
     return {"hooks": [hook]}
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path, client: str = "") -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
@@ -103,6 +130,8 @@ def _load(path: Path) -> dict[str, Any]:
         raise InputError("expected a JSON object at the top", path=str(path))
     if not isinstance(data.get("hooks", {}), dict):
         raise InputError("'hooks' is not a JSON object", path=str(path))
+    if client == "copilot" and data.get("version", 1) != 1:
+        raise InputError(f"hooks file version {data.get('version')!r}, not 1: move it first", path=str(path))
     return data
 
 
@@ -114,7 +143,7 @@ def _without_ours(groups: Any, client: str) -> list[Any]:
             kept = [h for h in group["hooks"] if not ours(h, client)]
             if kept:
                 out.append({**group, "hooks": kept})
-        else:
+        elif not ours(group, client):  # a flat entry (Copilot's) that is not localmem's
             out.append(group)
     return out
 
@@ -138,10 +167,12 @@ def install(
     its path put in each command); returns (file, backup or None). ``backup=False``: no
     copy beside the file (``hooks install --all`` keeps the old bytes in its own record)."""
     target = path or settings_path(client)
-    data = _load(target)
+    data = _load(target, client)
     hooks = dict(data.get("hooks") or {})
     for event, name in CLIENT_EVENTS[client].items():
         hooks[name] = [*_without_ours(hooks.get(name), client), entry(db, client, event, key_file)]
+    if client == "copilot":
+        data = {"version": 1, **data}  # Copilot reads a hooks file only with it
     return target, _write(target, {**data, "hooks": hooks}, backup)
 
 
@@ -150,17 +181,13 @@ def uninstall(client: str, path: Path | None = None) -> tuple[Path, Path | None,
     target = path or settings_path(client)
     if not target.exists():
         return target, None, 0
-    data = _load(target)
+    data = _load(target, client)
     hooks = dict(data.get("hooks") or {})
     removed = 0
     for name in list(hooks):
-        before = (
-            sum(len(g.get("hooks", [])) for g in hooks[name] if isinstance(g, dict))
-            if isinstance(hooks[name], list)
-            else 0
-        )
+        groups = hooks[name] if isinstance(hooks[name], list) else []
         kept = _without_ours(hooks[name], client)
-        removed += before - sum(len(g.get("hooks", [])) for g in kept if isinstance(g, dict))
+        removed += sum(len(_handlers(g)) for g in groups) - sum(len(_handlers(g)) for g in kept)
         if kept:
             hooks[name] = kept
         else:
@@ -168,6 +195,10 @@ def uninstall(client: str, path: Path | None = None) -> tuple[Path, Path | None,
     if not removed:
         return target, None, 0
     rest = {**data, "hooks": hooks} if hooks else {k: v for k, v in data.items() if k != "hooks"}
+    if client == "copilot" and set(rest) <= {"version"}:  # localmem's own file, nothing else in it
+        backup = target.with_name(f"{target.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(target, backup)
+        return target, backup, removed
     return target, _write(target, rest), removed
 
 
@@ -196,15 +227,15 @@ def inspect(client: str, path: Path | None = None) -> Installed:
     found: dict[str, str] = {}
     places: dict[str, tuple[int, int, dict[str, Any]]] = {}  # event -> (group, handler, entry): Codex's key
     try:
-        hooks = _load(target).get("hooks") or {}
+        hooks = _load(target, client).get("hooks") or {}
     except InputError as exc:
         return Installed(client, str(target), {}, [str(exc)], {})
     for event, name in CLIENT_EVENTS[client].items():
         groups = hooks.get(name)
         for gi, group in enumerate(groups if isinstance(groups, list) else []):
-            for hi, h in enumerate(group.get("hooks", []) if isinstance(group, dict) else []):
+            for hi, h in enumerate(_handlers(group)):
                 if ours(h, client):
-                    found[event] = h["command"]
+                    found[event] = _cmd(h)
                     places[event] = (gi, hi, h)
     for event, cmd in found.items():
         argv = shlex.split(cmd)

@@ -10,7 +10,8 @@ back until the log settles), with the session's project, and nothing the
 CLI wraps around a prompt for the model (``<current_datetime>``), nor its system prompt.
 
 The CLI: ``PIN`` from ``.ci/node`` (``npm install --prefix .ci/node @github/copilot@1.0.102``),
-or the binary ``$LOCALMEM_COPILOT_BIN`` names; the test skips when neither is there.
+or the binary ``$LOCALMEM_COPILOT_BIN`` names; the test skips when neither is there (fails
+under ``$LOCALMEM_REQUIRE_AGENTS``, as CI sets it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from localmem.bench.agent_apis import StandIn
-from tests.helpers.agent_clis import NODE_BIN
+from tests.helpers.agent_clis import NODE_BIN, REQUIRE_ENV
 
 PIN = ("@github/copilot", "1.0.102", "copilot")
 BIN_ENV = "LOCALMEM_COPILOT_BIN"
@@ -37,7 +38,10 @@ def copilot_bin() -> Path:
     named = os.environ.get(BIN_ENV)
     path = Path(named) if named else NODE_BIN / PIN[2]
     if not path.exists():
-        pytest.skip(f"no Copilot CLI: npm install --prefix .ci/node {PIN[0]}@{PIN[1]} (or set {BIN_ENV})")
+        why = f"no Copilot CLI: npm install --prefix .ci/node {PIN[0]}@{PIN[1]} (or set {BIN_ENV})"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{REQUIRE_ENV} is set but {why}")
+        pytest.skip(why)
     return path
 
 

@@ -26,7 +26,7 @@ THEIRS = {"type": "command", "command": "notify-send done", "timeout": 3}
 
 def cli(home: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home)}
-    for k in ("CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+    for k in ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "COPILOT_HOME"):
         env.pop(k, None)
     return subprocess.run(
         [sys.executable, "-m", "localmem", "--db", str(db), *args], capture_output=True, text=True, timeout=300, env=env
@@ -82,6 +82,56 @@ def test_install_merges_keeps_theirs_and_uninstall_takes_only_ours(client: str, 
     assert json.loads(gone.stdout)["removed"] == len(CLIENT_EVENTS[client])
     assert json.loads(target.read_text("utf-8")) == before
     assert "no localmem hooks" in cli(home, db, "hooks", "uninstall", "--client", client).stdout
+
+
+def test_copilot_gets_a_hooks_file_of_its_own_in_its_hooks_folder(tmp_path: Path) -> None:
+    """Copilot CLI reads every *.json of ~/.copilot/hooks: localmem's is localmem.json, flat
+    entries with the command under "bash"; an entry a person added to it stays; uninstall
+    takes the file away once nothing else is in it."""
+    home, db = tmp_path / "home", tmp_path / "m.db"
+    target = install.settings_path("copilot", home, {})
+    assert target == home / ".copilot" / "hooks" / "localmem.json"
+    assert (
+        install.settings_path("copilot", home, {"COPILOT_HOME": str(tmp_path / "ch")}).parent
+        == tmp_path / "ch" / "hooks"
+    )
+
+    first = cli(home, db, "hooks", "install", "--client", "copilot", "--json")
+    assert first.returncode == 0, first.stderr
+    got = json.loads(first.stdout)
+    assert got["path"] == str(target) and got["backup"] is None and not got["problems"]
+    data = json.loads(target.read_text("utf-8"))
+    assert data["version"] == 1 and set(data["hooks"]) == set(CLIENT_EVENTS["copilot"].values())
+    for event, name in CLIENT_EVENTS["copilot"].items():
+        [entry] = data["hooks"][name]
+        assert set(entry) == {"type", "bash", "timeoutSec"} and entry["timeoutSec"] == install.TIMEOUTS[event]
+        argv = shlex.split(entry["bash"])
+        assert argv[1:3] == ["-m", "localmem.hooks"] and argv[-3:] == [event, "--client", "copilot"]
+
+    theirs = {"type": "command", "bash": "notify-send done", "timeoutSec": 3}
+    data["hooks"]["agentStop"].insert(0, theirs)
+    target.write_text(json.dumps(data), "utf-8")
+    assert cli(home, db, "hooks", "install", "--client", "copilot").returncode == 0
+    assert json.loads(target.read_text("utf-8")) == data  # nothing doubled, theirs kept
+
+    cmd = data["hooks"]["userPromptSubmitted"][0]["bash"]  # the payload Copilot sends: nothing to recall yet
+    payload = b'{"sessionId": "s1", "timestamp": 1, "cwd": "/tmp", "prompt": "hi"}'
+    ran = subprocess.run(cmd, shell=True, input=payload, capture_output=True, timeout=300)
+    assert ran.returncode == 0 and ran.stdout == b""
+
+    gone = json.loads(cli(home, db, "hooks", "uninstall", "--client", "copilot", "--json").stdout)
+    assert gone["removed"] == len(CLIENT_EVENTS["copilot"])
+    assert json.loads(target.read_text("utf-8")) == {"version": 1, "hooks": {"agentStop": [theirs]}}
+
+    target.unlink()
+    cli(home, db, "hooks", "install", "--client", "copilot")
+    gone = json.loads(cli(home, db, "hooks", "uninstall", "--client", "copilot", "--json").stdout)
+    assert not target.exists() and Path(gone["backup"]).name.startswith("localmem.json.bak-")
+
+    target.write_text(json.dumps({"version": 2, "hooks": {}}), "utf-8")
+    run = cli(home, db, "hooks", "install", "--client", "copilot")
+    assert run.returncode != 0 and "version 2" in run.stderr
+    assert json.loads(target.read_text("utf-8")) == {"version": 2, "hooks": {}}
 
 
 def test_a_settings_file_that_is_not_json_is_refused_untouched(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ THEIRS = {"type": "command", "command": "notify-send done", "timeout": 3}
 
 
 def env_for(home: Path, path: str = "") -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEX_", "CLAUDE_", "GEMINI_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEX_", "CLAUDE_", "GEMINI_", "COPILOT_"))
+    }
     env.update(HOME=str(home), PATH=path or os.defpath, LOCALMEM_HOOKS_DAEMON_IDLE="0")
     return env
 
@@ -49,8 +51,9 @@ def tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
 
 
 def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
-    """A HOME with Claude Code (its settings as a person wrote them, mode 644) and Gemini
-    CLI (a folder, no settings yet); Codex only as a command on PATH. (home, store, PATH)"""
+    """A HOME with Claude Code (its settings as a person wrote them, mode 644), Gemini CLI
+    (a folder, no settings yet) and Copilot CLI (a folder, no hooks folder yet); Codex only
+    as a command on PATH. (home, store, PATH)"""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     claude = home / ".claude" / "settings.json"
@@ -58,6 +61,8 @@ def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
     claude.chmod(0o644)
     (home / ".gemini").mkdir()
     (home / ".gemini" / "GEMINI.md").write_text("be brief\n", "utf-8")
+    (home / ".copilot").mkdir()
+    (home / ".copilot" / "config.json").write_text('{"banner": "never"}\n', "utf-8")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     codex = bin_dir / "codex"  # only its presence on PATH is read: it is never run
@@ -76,6 +81,7 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
     assert {c: a["action"] for c, a in did.items()} == dict.fromkeys(CLIENT_EVENTS, "installed")
     assert "its command" in did["codex"]["why"] and "its folder" in did["claude-code"]["why"]
     assert "/hooks" in did["codex"]["todo"][0] and "restart" in did["gemini"]["todo"][0]
+    assert "its folder" in did["copilot"]["why"] and did["copilot"]["path"].endswith(".copilot/hooks/localmem.json")
     record = Path(got["record"])
     assert record.is_file() and stat.S_IMODE(record.stat().st_mode) == 0o600
     for client in CLIENT_EVENTS:
@@ -87,14 +93,14 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
     assert data["theme"] == "dark" and THEIRS in data["hooks"]["Stop"][0]["hooks"]
 
     again = json.loads(cli(home, db, "hooks", "install", "--all", "--json", path=path).stdout)  # twice: same files
-    assert [a["action"] for a in again["agents"]] == ["installed"] * 3
+    assert [a["action"] for a in again["agents"]] == ["installed"] * len(CLIENT_EVENTS)
 
     shown = json.loads(cli(home, db, "hooks", "status", "--json", path=path).stdout)["clients"]
     assert all(c["found"] and set(c["events"]) == set(CLIENT_EVENTS[c["client"]]) for c in shown)
 
     gone = json.loads(cli(home, db, "hooks", "uninstall", "--all", "--json", path=path).stdout)
-    assert [a["action"] for a in gone["agents"]] == ["restored"] * 3
-    assert tree(home) == before  # every byte and mode; ~/.codex, made for hooks.json, gone again
+    assert [a["action"] for a in gone["agents"]] == ["restored"] * len(CLIENT_EVENTS)
+    assert tree(home) == before  # every byte and mode; ~/.codex and ~/.copilot/hooks, made for them, gone again
     assert not record.exists() and not record.parent.exists()
 
 
@@ -132,7 +138,7 @@ def test_nothing_found_installs_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     got = json.loads(cli(home, tmp_path / "m.db", "hooks", "install", "--all", "--json").stdout)
-    assert [a["action"] for a in got["agents"]] == ["not found"] * 3
+    assert [a["action"] for a in got["agents"]] == ["not found"] * len(CLIENT_EVENTS)
     assert sorted(p.name for p in home.iterdir()) == []
 
 
