@@ -51,7 +51,8 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     Command("ingest", "ingest a chat log, a chat export or a benchmark file", "memory", "add_ingest"),
     Command(
         "capture",
-        "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat) from their folders",
+        "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat, Copilot CLI, Cursor, "
+        "aider) from their folders",
         "capture",
         "add_capture",
     ),
@@ -127,7 +128,8 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command(
         "hooks",
-        "install localmem's hooks into Claude Code, Codex CLI or Gemini CLI; or remove them; or show them",
+        "install localmem's hooks into Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI (one or every one "
+        "found), or write localmem as their plugin; or remove them; or show them",
         "hooks",
         "add_hooks",
     ),

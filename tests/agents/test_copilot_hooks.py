@@ -24,9 +24,9 @@ import pytest
 
 from localmem.bench.agent_apis import StandIn
 from localmem.hooks import status
-from tests.agents.test_copilot_capture import copilot_bin
-from tests.agents.test_copilot_capture import env_for as copilot_env
 from tests.helpers.agent_clis import blocks, strings, wait_for_turns
+from tests.helpers.copilot_cli import copilot_bin
+from tests.helpers.copilot_cli import env_for as copilot_env
 
 pytestmark = pytest.mark.slow
 
