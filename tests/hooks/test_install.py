@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from localmem.bench import agent_logs
 from localmem.hooks import install, status
 from localmem.hooks.events import CLIENT_EVENTS
 from localmem.storage.engine import keys
+from tests.helpers.agent_clis import cli_path
 from tests.helpers.hooks import CWD, SESSION
 
 THEIRS = {"type": "command", "command": "notify-send done", "timeout": 3}
@@ -267,14 +267,14 @@ def test_codex_install_says_the_hooks_must_be_trusted_and_status_says_which_are(
     assert set(got["trust"].values()) == {"unknown"}
 
 
-@pytest.mark.skipif(shutil.which("codex") is None, reason="no codex on PATH to ask (npm i -g @openai/codex)")
 def test_a_real_codex_lists_the_installed_entries_with_the_hashes_computed_here(tmp_path: Path) -> None:
+    codex = str(cli_path("codex"))  # the pinned CLI in .ci/node: skipped without it, a failure in CI
     home, db = tmp_path / "home", tmp_path / "m.db"
     assert cli(home, db, "hooks", "install", "--client", "codex").returncode == 0
     target = install.settings_path("codex", home, {})
     env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(target.parent)}
     proc = subprocess.Popen(
-        ["codex", "app-server"],
+        [codex, "app-server"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
