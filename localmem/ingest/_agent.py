@@ -195,6 +195,46 @@ _BOOKKEEPING = {"todowrite", "todoread", "update_plan", "write_todos", "exitplan
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 
 
+def message_blocks(
+    content: Any,
+    key: str,
+    speaker: str,
+    ts: str | None,
+    native: str | None,
+    tool_lines: str,
+    *,
+    tool: Callable[[str, Any], str | None] | None = None,
+    thinking: tuple[str, ...] = ("thinking", "redacted_thinking"),
+    placeholder: str | None = None,
+) -> list[Event]:
+    """An assistant message's content in Anthropic's shape (a string, or a list of ``text``,
+    ``tool_use`` and thinking blocks) as events: its text said by ``speaker`` (but a client's
+    ``placeholder`` for no text), each tool call one line (``tool``, default
+    :func:`tool_line`) when ``tool_lines`` is ``compact``, thinking and any other block
+    skipped by kind. Claude Code's transcripts and Cursor's share it."""
+    namer = tool or tool_line
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    out: list[Event] = []
+    for block in content if isinstance(content, list) else []:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            text = block["text"].strip()
+            if text and text != placeholder:
+                out.append(Said(key, "assistant", speaker, text, ts, native))
+        elif kind == "tool_use" and isinstance(block.get("name"), str):
+            line = namer(block["name"], block.get("input"))
+            if tool_lines == "compact" and line is not None:
+                out.append(Tool(key, line, ts, native))
+            else:
+                out.append(Skip("tool call"))
+        elif kind in thinking:
+            out.append(Skip("thinking"))
+        elif isinstance(kind, str):
+            out.append(Skip(f"{kind} block"))
+    return out or [Skip("empty message")]
+
+
 def tool_line(name: str, args: Any) -> str | None:
     """``ran: pytest -q``, ``edited: src/x.py``, ``read: README.md``, ``searched: foo``,
     ``fetched: URL``, ``delegated: …``, ``used: NAME``; None for the agent's own bookkeeping

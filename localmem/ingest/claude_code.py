@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._agent import Break, Event, Said, Session, Skip, Tool, group, text_of, tool_line
+from localmem.ingest._agent import Break, Event, Said, Session, Skip, group, message_blocks, text_of
 from localmem.ingest._json import Cursor, Record, records
 from localmem.ingest._units import Unit, timestamp
 from localmem.records import Project
@@ -102,7 +102,8 @@ def line_events(obj: Any, path: Path, where: str, tool_lines: str, projects: dic
         return _user(message.get("content"), key, side, ts, native)
     if obj.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>":
         return [Skip("api error")]
-    return _assistant(message.get("content"), key, side, ts, native, tool_lines)
+    speaker = "subagent" if side else "assistant"
+    return message_blocks(message.get("content"), key, speaker, ts, native, tool_lines, placeholder="(no content)")
 
 
 def _user(content: Any, key: str, side: bool, ts: str | None, native: str | None) -> list[Event]:
@@ -133,27 +134,3 @@ def _attachment(att: Any, key: str, side: bool, ts: str | None, native: str | No
     if not text or text.startswith(NOT_TYPED):
         return [Skip("attachment")]
     return [Said(key, "user", "user", text, ts, native)]
-
-
-def _assistant(content: Any, key: str, side: bool, ts: str | None, native: str | None, tool_lines: str) -> list[Event]:
-    speaker = "subagent" if side else "assistant"
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    out: list[Event] = []
-    for block in content if isinstance(content, list) else []:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            text = block["text"].strip()
-            if text and text != "(no content)":
-                out.append(Said(key, "assistant", speaker, text, ts, native))
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            line = tool_line(block["name"], block.get("input"))
-            if tool_lines == "compact" and line is not None:
-                out.append(Tool(key, line, ts, native))
-            else:
-                out.append(Skip("tool call"))
-        elif kind in ("thinking", "redacted_thinking"):
-            out.append(Skip("thinking"))
-        elif isinstance(kind, str):
-            out.append(Skip(f"{kind} block"))
-    return out or [Skip("empty message")]

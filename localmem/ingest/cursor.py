@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError
-from localmem.ingest._agent import Event, Said, Session, Skip, Tool, group, text_of, tool_line
+from localmem.ingest._agent import Event, Said, Session, Skip, group, message_blocks, text_of, tool_line
 from localmem.ingest._json import Cursor, Record, records
 from localmem.ingest._units import Unit
 
@@ -71,7 +71,8 @@ def line_events(obj: Any, path: Path, where: str, key: str, side: bool, line: in
     if role == "user":
         return _user(content, key, side, native)
     if role == "assistant":
-        return _assistant(content, key, side, native, tool_lines)
+        speaker = "subagent" if side else "assistant"
+        return message_blocks(content, key, speaker, None, native, tool_lines, tool=_tool, thinking=_THINKING)
     return [Skip(f"{role} message" if isinstance(role, str) else "line without a role")]
 
 
@@ -86,24 +87,7 @@ def _user(content: Any, key: str, side: bool, native: str) -> list[Event]:
     return [Said(key, "user", "agent" if side else "user", text, None, native)]
 
 
-def _assistant(content: Any, key: str, side: bool, native: str, tool_lines: str) -> list[Event]:
-    speaker = "subagent" if side else "assistant"
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    out: list[Event] = []
-    for block in content if isinstance(content, list) else []:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            if text := block["text"].strip():
-                out.append(Said(key, "assistant", speaker, text, None, native))
-        elif kind == "tool_use" and isinstance(block.get("name"), str):
-            line = _tool(block["name"], block.get("input"))
-            out.append(Tool(key, line, None, native) if tool_lines == "compact" and line else Skip("tool call"))
-        elif kind in ("thinking", "redacted_thinking", "reasoning"):
-            out.append(Skip("thinking"))
-        elif isinstance(kind, str):
-            out.append(Skip(f"{kind} block"))
-    return out or [Skip("empty message")]
+_THINKING = ("thinking", "redacted_thinking", "reasoning")
 
 
 def _tool(name: str, args: Any) -> str | None:
