@@ -80,7 +80,7 @@ def run(
     finally:
         conn.close()
     prompts = scale.queries_for(settings.db, 2 * rounds + 1)
-    before = _runs(settings.db, "stop")  # a store kept from an earlier run (--workdir) has its count
+    before = status.runs(settings.db, "stop")  # a store kept from an earlier run (--workdir) has its count
     with StandIn("anthropic", reply=REPLY) as api:
         bare, hooked = _env(work / "home-bare", api.url), _env(work / "home-hooked", api.url)
         if foreground:
@@ -93,7 +93,7 @@ def run(
         ]
         in_session = _turns(cli, project, bare, hooked, prompts[rounds + 1 :])
         stops = 2 + 2 * rounds  # each session's Stop; each turn's in the running session, its greeting too
-        counted = _wait_ingests(settings.db, before + stops) - before
+        counted = status.wait_for_runs(settings.db, "stop", before + stops, 600.0, poll=0.1) - before
     out: dict[str, Any] = {
         "client": "claude-code",
         "cli": str(cli),
@@ -201,19 +201,6 @@ def _ask(proc: subprocess.Popen[str], prompt: str) -> float:
         if json.loads(line).get("type") == "result":
             return time.perf_counter() - t0
     raise RuntimeError(f"claude ended its session (exit {proc.wait(timeout=60)}) before answering")
-
-
-def _wait_ingests(store: Path, stops: int, timeout: float = 600.0) -> int:
-    """Stops counted once every timed turn's background ingest is done (or the timeout)."""
-    end = time.monotonic() + timeout
-    while (n := _runs(store, "stop")) < stops and time.monotonic() < end:
-        time.sleep(0.1)
-    return n
-
-
-def _runs(store: Path, event: str) -> int:
-    runs: int = status.read(store).get("events", {}).get(event, {}).get("runs", 0)
-    return runs
 
 
 def _summary(seconds: list[float]) -> dict[str, float]:

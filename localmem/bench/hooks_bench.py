@@ -140,7 +140,7 @@ def _stops(work: Path, hook: list[str], env: dict[str, str], stops: int, *, fore
         with log.open("a", encoding="utf-8") as fh:
             fh.write("\n".join(agent_logs.exchange(session, FOLDERS[0], i)) + "\n")
         payload = {"session_id": session, "transcript_path": str(log), "cwd": FOLDERS[0]}
-        runs = _runs(store, "stop")
+        runs = status.runs(store, "stop")
         t0 = time.perf_counter()
         times.append(_timed([*hook, "stop", "--client", "claude-code"], json.dumps(payload).encode(), env)[0])
         _settle(store, "stop", runs + 1, 600)
@@ -175,7 +175,7 @@ def locked_stops(work: Path, exchanges: int = 4_000, stops: int = 6, hold_s: flo
         with db.transaction(holder):  # another process's write lock, for hold_s seconds
             waits = [_timed(hook, payload, env)[0] for _ in range(stops)]
             time.sleep(max(0.0, hold_s - sum(w.wall for w in waits)))
-            counted_in_lock = _runs(store, "stop") - 1
+            counted_in_lock = status.runs(store, "stop") - 1
         released = time.perf_counter()
         _settle(store, "stop", 1 + stops, 900)
         after_s = time.perf_counter() - released
@@ -196,18 +196,9 @@ def locked_stops(work: Path, exchanges: int = 4_000, stops: int = 6, hold_s: flo
     }
 
 
-def _runs(store: Path, event: str) -> int:
-    runs: int = status.read(store).get("events", {}).get(event, {}).get("runs", 0)
-    return runs
-
-
 def _settle(store: Path, event: str, runs: int, timeout: float) -> None:
-    """Wait until ``event`` is counted ``runs`` times (a background worker counts each run once done)."""
-    end = time.monotonic() + timeout
-    while _runs(store, event) < runs:
-        if time.monotonic() > end:
-            raise RuntimeError(f"{event}: run {runs} was never counted")
-        time.sleep(0.01)
+    if status.wait_for_runs(store, event, runs, timeout, poll=0.01) < runs:
+        raise RuntimeError(f"{event}: run {runs} was never counted")
 
 
 def _recall_rounds(

@@ -203,6 +203,21 @@ def _padded(data: dict[str, Any]) -> bytes:
     return body + b" " * (SIZE - 1 - len(body)) + b"\n"
 
 
+def runs(db: str | os.PathLike[str], event: str) -> int:
+    """How many runs of ``event`` are counted for the store at ``db``."""
+    n = (read(db).get("events") or {}).get(event, {}).get("runs", 0)
+    return n if isinstance(n, int) else 0
+
+
+def wait_for_runs(db: str | os.PathLike[str], event: str, n: int, timeout: float, poll: float = 0.02) -> int:
+    """Wait until ``event`` is counted ``n`` times (a detached hook's worker counts each run
+    once it is done: ``hooks.background``), at most ``timeout`` seconds; the count then."""
+    end = time.monotonic() + timeout
+    while (got := runs(db, event)) < n and time.monotonic() < end:
+        time.sleep(poll)
+    return got
+
+
 def summary(data: dict[str, Any]) -> str:
     """One line for ``doctor`` / ``stats``."""
     events = data.get("events") or {}

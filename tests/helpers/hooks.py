@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -38,17 +37,14 @@ def hook(
 
 
 def status_runs(db: Path, event: str) -> int:
-    runs: int = status.read(db).get("events", {}).get(event, {}).get("runs", 0)
-    return runs
+    return status.runs(db, event)
 
 
 def settled(db: Path, event: str, runs: int, timeout: float = 240.0) -> None:
     """Wait until ``event`` has been counted ``runs`` times in the store's hook status (the
     background worker counts each run when it is done)."""
-    end = time.monotonic() + timeout
-    while status_runs(db, event) < runs:
-        assert time.monotonic() < end, f"{event}: the background ingest never counted run {runs}"
-        time.sleep(0.02)
+    got = status.wait_for_runs(db, event, runs, timeout)
+    assert got >= runs, f"{event}: the background ingest never counted run {runs}"
 
 
 def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
