@@ -73,7 +73,7 @@ def world(tmp_path: Path, cache: Path) -> Iterator[tuple[StandIn, dict[str, str]
                 daemon.stop_for(db)
 
 
-def wait_for_hooks(db: Path, sessions: int, timeout: float = 60.0) -> dict[str, Any]:
+def wait_for_hooks(db: Path, sessions: int, timeout: float = 240.0) -> dict[str, Any]:
     """The hook status once each of ``EVENTS`` has run ``sessions`` times."""
     deadline = time.monotonic() + timeout
     while True:

@@ -218,7 +218,7 @@ def turn_texts(db: Path) -> list[str]:
         conn.close()
 
 
-def wait_for_turns(db: Path, n: int, timeout: float = 60.0) -> list[str]:
+def wait_for_turns(db: Path, n: int, timeout: float = 240.0) -> list[str]:
     """The store's turn texts once it holds at least ``n`` (ingest hooks may run after the
     client exits); fails after ``timeout`` seconds with what it holds."""
     deadline = time.monotonic() + timeout
@@ -230,7 +230,7 @@ def wait_for_turns(db: Path, n: int, timeout: float = 60.0) -> list[str]:
     return got
 
 
-def wait_for_hooks(r: Rig, sessions: int, outcome: str = "runs", timeout: float = 60.0) -> dict[str, Any]:
+def wait_for_hooks(r: Rig, sessions: int, outcome: str = "runs", timeout: float = 240.0) -> dict[str, Any]:
     """The store's hook status once each hook of a session (``SESSION_EVENTS``) has counted
     ``outcome`` (``runs``, ``failed``…) ``sessions`` times: every ingest, detached or not, is done."""
     deadline = time.monotonic() + timeout
