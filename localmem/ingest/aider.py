@@ -9,20 +9,27 @@ The file is Markdown that aider only appends to (Aider-AI/aider 0.86, ``aider/io
 - what the person typed: one ``#### `` line per line typed, each ending in two spaces (a
   Markdown line break), after a blank line; ``#### <blank>`` for an empty input;
 - tool output, warnings and the person's answers to aider's questions: ``> `` lines, also
-  ending in two spaces (a message of several lines may go on without the ``> ``, until a
-  blank line);
+  ending in two spaces; ``tool_output`` writes a message of several lines as one ``> ``
+  line and the rest without it, the two spaces only after the last (the command line aider
+  echoes first, ``aider/main.py``, when ``--message`` has a line break), so a ``> `` line
+  without them still opens tool output where no reply can start: before the session's
+  first ``#### `` (nothing has been asked yet) or right after a ``#### `` line (a reply
+  always comes after a blank line);
 - the model's reply: plain Markdown after a blank line (``ai_output`` writes ``"\\n" +
   content + "\\n\\n"``), up to the next ``#### ``, ``> `` or session line. While streaming,
   aider keeps the model's reasoning in the reply between
   ``<thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b>`` tags (``aider/reasoning_tags.py``)
   or the model's own ``<think>`` tags, and that is the text it writes here.
 
-Kept: what the person typed (``/ask``, ``/code``, ``/architect`` and ``/context`` with the
-question after them) and the model's reply, its reasoning cut out and each SEARCH/REPLACE
-edit block (``aider/coders/editblock_coder.py``) a compact ``edited: FILE`` line (setting
-``ingest.tool_lines``; ``none`` drops them). Left out (counted): ``> `` tool lines, other
-slash commands and ``!`` shell commands, empty inputs and the answers aider echoes as
-input (``… (Y)es/(N)o … [Yes]: y``). A markdown ``####`` heading in a reply does not end in
+Kept: what the person typed and the model's reply, its reasoning cut out and each
+SEARCH/REPLACE edit block (``aider/coders/editblock_coder.py``) a compact ``edited: FILE``
+line (setting ``ingest.tool_lines``; ``none`` drops them). Left out (counted): ``> `` tool
+lines, slash commands and ``!`` shell commands, empty inputs and the answers aider echoes
+as input (``… (Y)es/(N)o … [Yes]: y``). ``/ask``, ``/code``, ``/architect`` and
+``/context`` with a question are left out too: aider runs the question as the person's
+next input (``Commands._generic_chat_command`` calls ``coder.run(question)``, which logs it
+as its own ``#### `` line), so that line is the one kept (the real Aider's file, checked
+by tests/agents/test_aider.py). A markdown ``####`` heading in a reply does not end in
 two spaces and stays the reply's.
 
 The session key is ``<start time> <folder>`` (the folder the history file is in, also the
@@ -37,7 +44,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from localmem.errors import InputError
 from localmem.ingest._agent import Break, Event, Said, Session, Skip, group
@@ -49,7 +56,6 @@ SOURCE = CLIENT = "aider"
 FILE_NAME = ".aider.chat.history.md"
 _START = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
 _USER = "#### "
-_CHAT_COMMANDS = ("/ask ", "/code ", "/architect ", "/context ")
 _CONFIRM = re.compile(r"\(Y\)es/\(N\)o.*\]: ?\S*$")
 _THINKING = re.compile(r"<(thinking-content-[0-9a-f]{32}|think)>.*?</\1>", re.DOTALL)
 _THINKING_END = re.compile(r"^.*?</(?:thinking-content-[0-9a-f]{32}|think)>", re.DOTALL)
@@ -62,7 +68,8 @@ def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", 
     folder = str(path.expanduser().resolve().parent)
     project = Project(cwd=folder)
     sessions: dict[str, Session] = {}
-    current = [_session_before(path, start.offset, folder)]
+    before = _before(path, start.offset, folder)
+    current = [before.key]
 
     def session(key: str) -> Session:
         return sessions.setdefault(key, Session(SOURCE, CLIENT, project, _started(key)))
@@ -76,7 +83,7 @@ def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", 
             return [Break()]
         return block_events(value, current[0], tool_lines)
 
-    yield from group(_blocks(path, start), events, session, start, hold=hold)
+    yield from group(_blocks(path, start, before, hold), events, session, start, hold=hold)
 
 
 def _started(key: str) -> str | None:
@@ -88,11 +95,21 @@ def _started(key: str) -> str | None:
     return local.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
-def _session_before(path: Path, offset: int, folder: str) -> str:
-    """The key of the session that the point ``offset`` falls in (the last start line before it)."""
+class _Before(NamedTuple):
+    """What the lines before a point say about it: the key of the session it falls in (the
+    last start line before it), whether that session has had no ``#### `` line yet (its
+    opening), and the kind of the line just before it."""
+
+    key: str
+    opening: bool = False
+    last: str = "blank"
+
+
+def _before(path: Path, offset: int, folder: str) -> _Before:
     key = f"0000-00-00 00:00:00 {folder}"  # lines before any start line (a history cut at its head)
+    opening, last = False, "blank"
     if offset == 0:
-        return key
+        return _Before(key)
     try:
         with path.open("rb") as fh:
             read = 0
@@ -100,12 +117,16 @@ def _session_before(path: Path, offset: int, folder: str) -> str:
                 read += size
                 if read > offset:
                     break
-                if raw is not None and raw.startswith(b"# aider chat started at "):
-                    m = _START.match(raw.decode("utf-8", "replace").rstrip("\r\n"))
-                    key = f"{m.group(1)} {folder}" if m else key
+                text = "" if raw is None else raw.decode("utf-8", "replace").rstrip("\r\n")
+                last = "text" if raw is None else _kind(text)
+                m = _START.match(text)
+                if m:
+                    key, opening = f"{m.group(1)} {folder}", True
+                elif last == "user":
+                    opening = False
     except OSError as exc:
         raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
-    return key
+    return _Before(key, opening, last)
 
 
 def _kind(text: str) -> str:
@@ -120,10 +141,13 @@ def _kind(text: str) -> str:
     return "text"
 
 
-def _blocks(path: Path, start: Cursor) -> Iterator[Record]:
+def _blocks(path: Path, start: Cursor, before: _Before, hold: bool = False) -> Iterator[Record]:
     """The file from ``start`` as records, one a block of lines of one kind (module docstring):
     ``{"kind": "start" | "user" | "tool" | "text", "lines": [...], "line": N}``. A last line
-    without its newline (still being written) is left for the next read."""
+    without its newline (still being written) is left for the next read, and with ``hold``
+    the last block too (a reader may catch aider between two lines of one write: the
+    person's input of several lines); ``before`` is what the lines before ``start`` say
+    about it."""
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -132,6 +156,7 @@ def _blocks(path: Path, start: Cursor) -> Iterator[Record]:
         fh.seek(start.offset)
         offset, n, index = start.offset, start.line, start.index
         kind: str | None = None
+        opening, last = before.opening, before.last
         lines: list[str] = []
         first = end = 0  # the open block's first line, and the offset after its last
 
@@ -165,6 +190,9 @@ def _blocks(path: Path, start: Cursor) -> Iterator[Record]:
                     yield Record(index - 1, f"line {at}", None, Cursor(offset, index, n), err)
                     continue
                 k = _kind(text)
+                if k == "text" and (opening or last == "user"):
+                    k = "tool"  # no reply starts here (module docstring): aider's own output
+                opening, last = (opening or k == "start") and k != "user", k
                 if k == "blank":
                     if kind == "text":
                         lines.append(text)
@@ -181,7 +209,8 @@ def _blocks(path: Path, start: Cursor) -> Iterator[Record]:
                 end = offset
         except OSError as exc:
             raise InputError(f"cannot read file: {exc}", path=str(path), where=f"line {n}") from exc
-        yield from flush()
+        if not hold:
+            yield from flush()
 
 
 def block_events(value: dict[str, Any], key: str, tool_lines: str) -> list[Event]:
@@ -195,7 +224,7 @@ def block_events(value: dict[str, Any], key: str, tool_lines: str) -> list[Event
             return [Skip("empty message")]
         if _CONFIRM.search(text):
             return [Skip("confirmation")]
-        if text.startswith(("/", "!")) and not text.startswith(_CHAT_COMMANDS):
+        if text.startswith(("/", "!")):
             return [Skip("command")]
         return [Said(key, "user", "user", text, None, native)]
     text, thought = _without_thinking("\n".join(lines))

@@ -116,7 +116,7 @@ EXPECTED: dict[Path, list[tuple[str, str, str]]] = {
             "A gift card is a fixed amount; a coupon is a percentage.\n\nedited: shop/cart.py\n\n"
             "The coupon now applies before the gift card.",
         ),
-        ("2025-06-03 14:02:11", "user", "/ask Should expired coupons raise or be ignored?"),
+        ("2025-06-03 14:02:11", "user", "Should expired coupons raise or be ignored?"),  # /ask runs it as input
         (
             "2025-06-03 14:02:11",
             "assistant",
@@ -152,6 +152,7 @@ NEVER = (
     "<blank>",
     "git log --oneline",
     "/add shop",
+    "/ask",
 )
 
 
