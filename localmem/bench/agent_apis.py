@@ -8,9 +8,12 @@ API has:
 - ``anthropic`` (Claude Code): ``POST /v1/messages``, a Message, or its SSE stream when the
   body asks ``"stream": true`` (message_start, content_block_start/delta/stop,
   message_delta, message_stop); ``/v1/messages/count_tokens`` gets a count.
-- ``openai`` (Codex, ``wire_api = "responses"``): ``POST /v1/responses``, the SSE stream
-  (response.created, response.output_item.added, response.output_text.delta,
-  response.output_item.done, response.completed).
+- ``openai``: ``POST /v1/responses`` (Codex, ``wire_api = "responses"``; Copilot CLI), the
+  SSE stream (response.created, response.output_item.added, response.output_text.delta,
+  response.output_item.done, response.completed); and ``POST /v1/chat/completions`` (Aider,
+  through litellm and the ``openai`` SDK), a ``chat.completion``, or when the body asks
+  ``"stream": true`` its ``chat.completion.chunk`` events (the role and the reply, then the
+  finish with the usage) and ``data: [DONE]``.
 - ``gemini`` (Gemini CLI): ``POST /v1beta/models/<model>:generateContent``, and
   ``:streamGenerateContent?alt=sse`` (one ``data:`` event), ``:countTokens``. The CLI's
   side calls (the model routers, which ask for JSON under a ``responseSchema`` or
@@ -93,7 +96,7 @@ def is_conversation(api: str, req: Request) -> bool:
     if api == "anthropic":
         return req.path.split("?")[0] == "/v1/messages" and bool(body.get("tools"))
     if api == "openai":
-        return req.path.split("?")[0].endswith("/responses")
+        return req.path.split("?")[0].endswith(("/responses", "/chat/completions"))
     config = body.get("generationConfig") or {}
     side = "responseSchema" in config or "responseJsonSchema" in config
     return "Content" in req.path and not side
@@ -133,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"error": {"message": "the body is not JSON"}}, status=400)
         if api == "anthropic":
             return self._anthropic(req.path.split("?")[0], obj, reply)
+        if api == "openai" and req.path.split("?")[0].endswith("/chat/completions"):
+            return self._chat(obj, reply)
         if api == "openai":
             return self._sse([(e["type"], e) for e in responses_events(obj, reply)])
         return self._gemini(req, obj, reply)
@@ -176,6 +181,22 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         self._sse(events)
 
+    def _chat(self, obj: dict[str, Any], reply: str) -> None:
+        head = {"id": "chatcmpl-standin", "created": 1700000000, "model": obj.get("model", "gpt")}
+        usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        if not obj.get("stream"):
+            message = {"role": "assistant", "content": reply}
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            return self._json({**head, "object": "chat.completion", "choices": [choice], "usage": usage})
+        chunk = {**head, "object": "chat.completion.chunk"}
+        deltas = [
+            {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None},
+            {"index": 0, "delta": {"content": reply}, "finish_reason": None},
+            {"index": 0, "delta": {}, "finish_reason": "stop"},
+        ]
+        events: list[tuple[str | None, Any]] = [(None, {**chunk, "choices": [d]}) for d in deltas]
+        self._sse([*events, (None, {**chunk, "choices": [], "usage": usage})], done=True)
+
     def _gemini(self, req: Request, obj: dict[str, Any], reply: str) -> None:
         path = req.path.split("?")[0]
         if path.endswith(":countTokens"):
@@ -203,9 +224,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _sse(self, events: Sequence[tuple[str | None, Any]]) -> None:
+    def _sse(self, events: Sequence[tuple[str | None, Any]], done: bool = False) -> None:
         text = "".join((f"event: {name}\n" if name else "") + f"data: {json.dumps(data)}\n\n" for name, data in events)
-        data = text.encode()
+        data = (text + ("data: [DONE]\n\n" if done else "")).encode()  # Chat Completions ends its stream so
         self.send_response(200)
         for k, v in self.SSE.items():
             self.send_header(k, v)
