@@ -1,5 +1,5 @@
 """``localmem capture``: store the coding agents' session logs from where the agents keep
-them (Claude Code, Codex CLI, Gemini CLI, VS Code's chat, Copilot CLI, Cursor, aider;
+them (Claude Code, Codex CLI, Gemini CLI, VS Code's chat, Copilot CLI, Cursor, OpenCode, aider;
 ``localmem.ingest.capture``), once; ``localmem
 watch`` with no folder then follows them. Both take ``--only CLIENT`` and ``--dir
 CLIENT=PATH``.
@@ -50,10 +50,10 @@ def add_capture(sub: Subparsers) -> None:
     c = sub.add_parser(
         "capture",
         help="store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat, Copilot CLI, Cursor, "
-        "aider) from their folders",
+        "OpenCode, aider) from their folders",
         description="Read every session log the agents keep (~/.claude/projects, $CODEX_HOME or ~/.codex/sessions, "
         "~/.gemini/tmp, VS Code's chatSessions under its User folder, $COPILOT_HOME or ~/.copilot/session-state, "
-        "~/.cursor/projects; aider's .aider.chat.history.md only when asked: --dir aider=FOLDER of repositories) "
+        "~/.cursor/projects, OpenCode's database in $XDG_DATA_HOME or ~/.local/share/opencode (read-only); aider's .aider.chat.history.md only when asked: --dir aider=FOLDER of repositories) "
         "and store what is not stored yet. Resumable and idempotent: run it again any time; "
         "`localmem watch` (no folder) keeps up from then on. Secrets are redacted before anything is stored. "
         "A log written in the last 2 minutes is read up to the step its agent is still in; capture names such logs "

@@ -19,6 +19,8 @@ copilot        ``$COPILOT_HOME/session-state``,             ``<session>/events.j
 cursor         ``~/.cursor/projects``                       ``<project>/agent-transcripts/*.jsonl``
                                                             (and ``<id>/<id>.jsonl``,
                                                             ``<id>/subagents/*.jsonl``)
+opencode       ``$XDG_DATA_HOME/opencode``,                ``opencode.db`` (``opencode-<channel>.db``),
+               ``~/.local/share/opencode``                 a SQLite database: ``ingest.opencode``
 aider          only when asked (``--only aider`` or          ``.aider.chat.history.md`` in the
                ``--dir aider=PATH``): PATH, else ``~``       folder and up to 3 folders below it
 =============  ==========================================  ===================================
@@ -27,6 +29,11 @@ Aider writes its history into each repository, not a folder of its own: its loca
 folder of repositories (``--dir aider=~/code``), searched ``AIDER_DEPTH`` folders deep,
 hidden folders skipped; it is left out of the default set so that ``watch`` never follows
 a whole home folder unasked.
+
+OpenCode keeps its sessions in a SQLite database, not in log files: it is read read-only
+with progress per session (``ingest.opencode_runner``), and ``watch`` follows its folder (not
+recursively: its ``snapshot``, ``log`` and ``storage`` folders are not sessions) for changes
+to the database or its ``-wal``.
 
 VS Code's folder is its ``User`` folder (``--dir vscode=PATH`` names another, e.g. VS Code
 Insiders' ``Code - Insiders/User``); it gives two locations, its workspaces' chat sessions
@@ -58,10 +65,10 @@ from pathlib import Path
 from typing import Any
 
 from localmem.errors import InputError, LocalmemError, StoreError
-from localmem.ingest import runner, state
+from localmem.ingest import opencode, opencode_runner, runner, state
 from localmem.storage.write.store import Store
 
-CLIENTS = ("claude-code", "codex", "gemini", "vscode", "copilot", "cursor", "aider")
+CLIENTS = ("claude-code", "codex", "gemini", "vscode", "copilot", "cursor", "opencode", "aider")
 ON_REQUEST = ("aider",)  # read only when named (--only, --dir): module docstring
 AIDER_FILE = ".aider.chat.history.md"
 AIDER_DEPTH = 3  # folders below an aider location searched for histories
@@ -77,6 +84,11 @@ class Location:
     root: Path
     format: str  # the ingest format of its files
 
+    @property
+    def recursive(self) -> bool:
+        """Whether its sessions lie in folders below ``root`` (all but OpenCode's database)."""
+        return self.client != "opencode"
+
     def accepts(self, path: Path) -> bool:
         """Whether ``path`` (inside ``root``) is one of this agent's session logs."""
         try:
@@ -88,6 +100,8 @@ class Location:
             return name == AIDER_FILE and len(rel.parts) <= AIDER_DEPTH + 1 and not _hidden(rel.parts[:-1])
         if _hidden(rel.parts):
             return False
+        if self.client == "opencode":  # the database, or its -wal (where its writes land first)
+            return len(rel.parts) == 1 and opencode.database_of(path) is not None
         if self.client == "vscode":
             if not name.endswith((".json", ".jsonl")):
                 return False
@@ -112,10 +126,10 @@ class Location:
         # VS Code's workspace folders also hold its extensions' state (indexes, caches): only
         # the chat folders are listed.
         pattern = "*/chatSessions/*" if self.client == "vscode" and self.root.name == "workspaceStorage" else None
-        if self.client == "aider":  # a folder of repositories: only so deep (module docstring)
-            candidates: Iterable[Path] = (
-                p for d in range(AIDER_DEPTH + 1) for p in self.root.glob("*/" * d + AIDER_FILE)
-            )
+        if self.client == "opencode":
+            candidates: Iterable[Path] = (p for p in self.root.glob("opencode*.db") if opencode.is_database(p))
+        elif self.client == "aider":  # a folder of repositories: only so deep (module docstring)
+            candidates = (p for d in range(AIDER_DEPTH + 1) for p in self.root.glob("*/" * d + AIDER_FILE))
         else:
             candidates = self.root.glob(pattern) if pattern else self.root.rglob("*")
         for path in candidates:
@@ -161,6 +175,9 @@ def default_root(
         return agent_home(client, env, home) / LOG_FOLDERS[client]
     if client == "aider":
         return home
+    if client == "opencode":
+        data = Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+        return data / "opencode"
     if client == "vscode":
         if env.get("VSCODE_PORTABLE"):
             return Path(env["VSCODE_PORTABLE"]).expanduser() / "user-data" / "User"
@@ -196,6 +213,8 @@ def locations(
 def unchanged(store: Store, path: Path) -> bool:
     """Whether ``path`` was read to its very end (nothing held back) at its present size
     and modification time: then it has nothing new and is not opened."""
+    if opencode.is_database(path):
+        return opencode_runner.unchanged(store, path)
     try:
         st = path.stat()
     except OSError:
@@ -310,6 +329,13 @@ def backfill(
             report.stopped = True
             break
         counts = report.by_client.setdefault(loc.client, Counter())
+        if loc.client == "opencode":
+            _database(store, path, report, counts, now(), should_stop)
+            if progress is not None:
+                progress(size)
+            if report.stopped:
+                break
+            continue
         try:
             mtime = path.stat().st_mtime
             recent = now() - mtime < RECENT
@@ -336,3 +362,36 @@ def backfill(
             progress(size)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _database(
+    store: Store,
+    db: Path,
+    report: CaptureReport,
+    counts: Counter[str],
+    now: float,
+    should_stop: Callable[[], bool] | None,
+) -> None:
+    """OpenCode's database into ``report``: a session updated in the last ``RECENT``
+    seconds is read with ``hold`` and named in ``held`` when a step of it was held back."""
+    try:
+        got = opencode_runner.ingest(store, db, hold_since=now - RECENT, should_stop=should_stop)
+    except StoreError:
+        raise
+    except (LocalmemError, OSError) as exc:
+        report.errors.append({"file": str(db), "client": "opencode", "error": str(exc)})
+        counts["errors"] += 1
+        return
+    r = got.report
+    report.read += 1
+    report.sessions += r.sessions
+    report.new += r.new
+    report.already_present += r.already_present
+    report.skipped.update(r.skipped)
+    report.errors.extend({"file": str(db), "client": "opencode", **e} for e in r.errors)
+    counts.update(files=1, new=r.new, already_present=r.already_present)
+    report.held.extend(
+        {"file": str(db), "client": "opencode", "session": h["session"], "after": h["updated"] + RECENT}
+        for h in got.held
+    )
+    report.stopped = report.stopped or r.stopped

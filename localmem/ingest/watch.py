@@ -28,6 +28,9 @@ a step the agent is still in is held back (``hold``: ``localmem.ingest._agent``)
 the log has been quiet for ``final_after`` seconds it is read to its end. Each read starts
 at the resume point, so every turn is stored once, in order. A whole-file log (a VS Code
 ``.json`` session, rewritten on every save) is read once it settles, with ``hold`` too.
+OpenCode's sessions are in a SQLite database: its folder is watched (not recursively) and a
+change to ``opencode.db`` or its ``-wal`` reads the sessions that changed
+(``localmem.ingest.opencode_runner``; the database is only ``os.stat``-ed here, never opened).
 An agent's folder that does not exist yet is looked for every 0.5 s and watched from the
 moment it appears (``localmem.ingest._roots.Absent``), what it already holds read at once;
 a project or session folder made inside a watched folder is followed by the observer
@@ -53,7 +56,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from localmem.errors import InputError, LocalmemError, StoreError, StoreFull
-from localmem.ingest import runner, state
+from localmem.ingest import opencode, opencode_runner, runner, state
 from localmem.ingest._roots import EXTENSIONS, TEMP_SUFFIXES, Absent, Event, Root, Signature, eligible, signature
 from localmem.ingest.capture import Location
 from localmem.storage.engine.retry import BUSY_ERRORS, WAITING
@@ -124,7 +127,7 @@ class Watcher:
     def agents(cls, store: Store, locs: Sequence[Location], **kwargs: Any) -> Watcher:
         """A watcher of the coding agents' folders (``capture.locations``), those that do
         not exist yet included: each is watched from the moment it appears."""
-        roots = [Root(loc.root, True, loc.format, loc.accepts, append=True) for loc in locs]
+        roots = [Root(loc.root, loc.recursive, loc.format, loc.accepts, append=True) for loc in locs]
         if not roots:
             raise InputError("no agents' folders to watch")
         kwargs.setdefault("settle", APPEND_SETTLE)
@@ -142,9 +145,10 @@ class Watcher:
     def note_change(self, path: Path) -> None:
         root = self.root_of(path)
         if root is not None:
+            path = _database(root, path) or path
             with self._lock:
                 self._finals.pop(path, None)
-                if root.append and path.suffix == ".jsonl" and path in self._pending:
+                if _growing(root, path) and path in self._pending:
                     return  # an agent's log: read `settle` after its first unread change
                 self._pending[path] = (time.monotonic(), signature(path))
 
@@ -207,6 +211,7 @@ class Watcher:
             for path in sorted(files):
                 if not path.is_file() or not r.takes(path):
                     continue
+                path = _database(r, path) or path
                 sig = signature(path)
                 if sig is not None and self._unchanged(path, sig):
                     continue
@@ -236,7 +241,7 @@ class Watcher:
             current = signature(path)
             root = self.root_of(path)
             agents = root is not None and root.append  # read with hold, then to its end once quiet
-            growing = agents and path.suffix == ".jsonl"
+            growing = root is not None and _growing(root, path)
             with self._lock:
                 if self._pending.get(path) != (t, sig):
                     continue  # a newer event came in meanwhile
@@ -293,6 +298,8 @@ class Watcher:
     def _unchanged(self, path: Path, sig: tuple[int, int]) -> bool:
         """Read to its end at this size and time (an agent's log: with nothing held back)."""
         root = self.root_of(path)
+        if root is not None and root.format == opencode.CLIENT:
+            return opencode_runner.unchanged(self.store, path)
         whole = root is not None and root.append
         return any(
             r.complete and (r.stat.size, r.stat.mtime_ns) == sig and (not whole or r.cursor.offset == sig[0])
@@ -317,6 +324,8 @@ class Watcher:
         options: dict[str, Any] = {"hold": True} if hold else {}
         if root is not None and root.append and sig[0] == 0:
             return  # an agent's log just made: nothing in it yet
+        if root is not None and root.format == opencode.CLIENT:
+            return self._database(path, sig, hold=hold)
         try:
             if self._unchanged(path, sig):
                 return
@@ -341,8 +350,41 @@ class Watcher:
         if report.turns or not hold:
             self._emit("ingested", path, report.line(), report=report.to_dict())
 
+    def _database(self, db: Path, sig: tuple[int, int], *, hold: bool) -> None:
+        """OpenCode's database: its sessions' new turns (``ingest.opencode_runner``); with
+        ``hold``, a step an agent is still in waits for the read once it is quiet."""
+        stop = self._stop
+        try:
+            if self._unchanged(db, sig):
+                return
+            got = opencode_runner.ingest(
+                self.store, db, hold_since=0.0 if hold else None, should_stop=stop.is_set if stop else None
+            )
+        except StoreError:
+            raise
+        except LocalmemError as exc:
+            self._failed[db] = sig
+            self._emit("error", db, f"skipped {db}: {exc}", error=str(exc))
+            return
+        if hold:
+            with self._lock:
+                self._finals[db] = (time.monotonic(), sig)
+        if got.report.turns or got.report.errors or not hold:
+            self._emit("ingested", db, got.report.line(), report=got.report.to_dict())
+
     def _emit(self, kind: str, path: Path, message: str, **extra: Any) -> None:
         self.on_event({"event": kind, "path": str(path), "message": message, **extra})
+
+
+def _database(root: Root, path: Path) -> Path | None:
+    """OpenCode's database, for a change to it or its ``-wal`` (the file the watcher reads)."""
+    return opencode.database_of(path) if root.format == opencode.CLIENT else None
+
+
+def _growing(root: Root, path: Path) -> bool:
+    """An agent's log that only grows (or OpenCode's database): read ``settle`` after its
+    first unread change, not after the last, so a busy session is read as it goes."""
+    return root.append and (path.suffix == ".jsonl" or root.format == opencode.CLIENT)
 
 
 def stop_on_signals() -> threading.Event:

@@ -75,7 +75,16 @@ def test_capture_backfills_the_default_folders_once(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     got = json.loads(first.stdout)
     assert [loc["client"] for loc in got["locations"]] == [
-        *("claude-code", "codex", "gemini", "vscode", "vscode", "copilot", "cursor")  # aider only when asked
+        *(
+            "claude-code",
+            "codex",
+            "gemini",
+            "vscode",
+            "vscode",
+            "copilot",
+            "cursor",
+            "opencode",
+        )  # aider only when asked
     ]
     assert got["files"] == got["read"] == 9 and got["unchanged"] == 0 and not got["errors"]
     by_client = {c: n["files"] for c, n in got["by_client"].items()}
@@ -339,9 +348,11 @@ def test_watch_with_a_folder_takes_no_agents_flags(tmp_path: Path) -> None:
 def test_default_folders_follow_the_agents_environment(client: str, tmp_path: Path) -> None:
     env = {"CODEX_HOME": str(tmp_path / "cx"), "CLAUDE_CONFIG_DIR": str(tmp_path / "cc")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
     want = {"claude-code": tmp_path / "cc" / "projects", "codex": tmp_path / "cx" / "sessions"}
     want["vscode"] = tmp_path / "xdg" / "Code" / "User"
     want |= {"copilot": tmp_path / ".copilot" / "session-state", "cursor": tmp_path / ".cursor" / "projects"}
+    want["opencode"] = tmp_path / "data" / "opencode"  # its database's folder
     want["aider"] = tmp_path  # a folder of repositories: the home folder unless --dir names one
     got = capture.default_root(client, env, home=tmp_path, platform="linux")
     assert got == want.get(client, tmp_path / ".gemini" / "tmp")
