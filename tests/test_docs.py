@@ -286,7 +286,7 @@ def _hook_table() -> dict[str, dict[str, str]]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0]] = dict(zip(("claude-code", "codex", "gemini", "copilot"), cells[1:5], strict=True))
+        rows[cells[0]] = dict(zip(("claude-code", "codex", "gemini", "copilot", "cursor"), cells[1:6], strict=True))
     return rows
 
 

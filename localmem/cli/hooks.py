@@ -68,14 +68,14 @@ def add_hooks(sub: Subparsers) -> None:
         a.add_argument(
             "--client",
             choices=CLIENTS,
-            help="the agent" + (" (default: all four)" if name == "status" else " (or --all)"),
+            help="the agent" + (" (default: all five)" if name == "status" else " (or --all)"),
         )
         if name != "status":
             a.add_argument("--all", action="store_true", help="every agent found on this machine")
         a.add_argument(
             "--path",
             type=Path,
-            help="the settings file (default: the client's own; copilot: ~/.copilot/hooks/localmem.json)",
+            help="the settings file (default: the client's own; copilot: ~/.copilot/hooks/localmem.json; cursor: ~/.cursor/hooks.json)",
         )
         a.add_argument("--json", action="store_true", help="print JSON")
         a.set_defaults(func={"install": cmd_install, "uninstall": cmd_uninstall, "status": cmd_status}[name])
@@ -94,7 +94,7 @@ def _one_or_all(args: argparse.Namespace) -> None:
     if args.all and (args.client or args.path):
         raise InputError("--all installs into every agent found: leave out --client and --path")
     if not args.all and not args.client:
-        raise InputError("name the agent (--client claude-code, codex, gemini or copilot) or give --all")
+        raise InputError("name the agent (--client claude-code, codex, gemini, copilot or cursor) or give --all")
 
 
 def cmd_install(args: argparse.Namespace, settings: Settings) -> int:

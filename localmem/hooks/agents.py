@@ -2,8 +2,8 @@
 localmem's hooks once, and gives them back byte for byte.
 
 An agent is found by its folder (``~/.claude``, ``$CODEX_HOME`` or ``~/.codex``,
-``~/.gemini``, ``$COPILOT_HOME`` or ``~/.copilot``) or its command on PATH (``claude``,
-``codex``, ``gemini``, ``copilot``). Copilot CLI's file is localmem's own hooks file in its
+``~/.gemini``, ``$COPILOT_HOME`` or ``~/.copilot``, ``~/.cursor``) or its command on PATH
+(``claude``, ``codex``, ``gemini``, ``copilot``, ``cursor-agent``). Copilot CLI's file is localmem's own hooks file in its
 hooks folder (``install.settings_path``): one that did not exist is removed again. Each gets the
 entries of ``hooks install`` in its settings file, the route all three read hooks from
 without a command of theirs to run, and the one that can be undone exactly: adding a plugin
@@ -22,6 +22,9 @@ wrote to it) keeps those changes and loses only localmem's entries (``install.un
 a backup beside it first), and the answer says so. Installing again keeps the first record
 of a file's old bytes.
 
+Cursor runs ``~/.claude/settings.json``'s hooks too when its third-party skills are on; a
+Cursor payload at a Claude Code entry does nothing (``hooks.events``), so Cursor is served
+once, by its own entries in ``~/.cursor/hooks.json``.
 VS Code's agent reads ``~/.claude/settings.json``'s hooks too; the entries then run with
 VS Code's payload, which ``events.parse`` tells apart (it stores none of VS Code's
 transcript: ``localmem capture`` and ``watch`` read VS Code's chats from their own files).
@@ -47,13 +50,21 @@ from localmem.hooks.events import CLIENTS
 from localmem.ingest.capture import agent_home, default_root
 from localmem.util import private
 
-COMMANDS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+COMMANDS = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "copilot": "copilot",
+    "cursor": "cursor-agent",
+}
 # What the person must still do once the entries are in (said after each install)
 TODO = {
     "claude-code": "restart Claude Code (a running session read its settings when it started)",
     "codex": "open codex, type /hooks, review localmem's entries and trust them (Codex runs none until then)",
     "gemini": "restart Gemini CLI (a running session read its settings when it started)",
     "copilot": "start a new Copilot CLI session (a running one read its hooks when it started)",
+    "cursor": "restart Cursor or open a new agent session; for recall while you work, also run "
+    "`localmem mcp install --client cursor` (Cursor's hooks cannot add context to a prompt)",
 }
 RECORD_VERSION = 1
 VSCODE_NOTE = (

@@ -5,15 +5,15 @@ clients name them alike): ``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``; ``prompt`` (a prompt hook); ``source`` / ``trigger`` (why a session
 started or compaction ran). Each event localmem acts on, by client:
 
-=============  ================  ================  ============  ===================
-localmem       claude-code       codex             gemini        copilot
-=============  ================  ================  ============  ===================
-session-start  SessionStart      SessionStart      SessionStart  sessionStart
-prompt         UserPromptSubmit  UserPromptSubmit  BeforeAgent   userPromptSubmitted
-stop           Stop              Stop              AfterAgent    agentStop
-pre-compact    PreCompact        PreCompact        PreCompress   preCompact
-session-end    SessionEnd        (none)            SessionEnd    sessionEnd
-=============  ================  ================  ============  ===================
+=============  ================  ================  ============  ===================  ============
+localmem       claude-code       codex             gemini        copilot              cursor
+=============  ================  ================  ============  ===================  ============
+session-start  SessionStart      SessionStart      SessionStart  sessionStart         sessionStart
+prompt         UserPromptSubmit  UserPromptSubmit  BeforeAgent   userPromptSubmitted  (none)
+stop           Stop              Stop              AfterAgent    agentStop            stop
+pre-compact    PreCompact        PreCompact        PreCompress   preCompact           preCompact
+session-end    SessionEnd        (none)            SessionEnd    sessionEnd           sessionEnd
+=============  ================  ================  ============  ===================  ============
 
 The reply that injects context is the same JSON for the first three:
 ``{"hookSpecificOutput": {"hookEventName": <the client's event>, "additionalContext": …}}``
@@ -39,6 +39,22 @@ VS Code's (``host``) and takes no transcript from it: VS Code's chats are stored
 Claude Code's would store the same conversation a second time in another shape. Recall
 (session start, prompt) answers it as it answers Claude Code.
 
+Cursor (its hooks reference, https://cursor.com/docs/agent/hooks; payloads as recorded from
+the real ``cursor-agent`` by entireio/cli, ``cmd/entire/cli/agent/cursor/AGENT.md``) sends
+``conversation_id``, ``workspace_roots`` (the project: its first root), ``cursor_version``
+and ``transcript_path``, which the CLI leaves ``null``: :func:`parse` then names the
+session's transcript itself, ``~/.cursor/projects/<the root with every character but a
+letter or digit made "-", the leading "/" dropped>/agent-transcripts/<conversation_id>.jsonl``
+(the CLI's) or ``…/<conversation_id>/<conversation_id>.jsonl`` (the editor's), searching every
+project folder when the root's is not there. Its reply is ``{"additional_context": …}`` and
+only sessionStart takes one: beforeSubmitPrompt can block a prompt but adds nothing to it,
+so Cursor gets no per-prompt recall from hooks (its MCP server, ``localmem mcp install
+--client cursor``, answers questions instead). Cursor also runs the hooks in Claude Code's
+settings files when its "third-party skills" setting is on: a Cursor payload reaching an
+entry for another client (``cursor_version``, or ``conversation_id`` with
+``workspace_roots``) is read as Cursor's (``host``) and does nothing, so the same
+conversation is never stored or answered twice; localmem's own Cursor entries do the work.
+
 A JSON string may hold a lone surrogate (``"\\ud800"``: a client that cut a prompt inside
 an emoji's UTF-16 pair); no UTF-8 encoder takes one (the tokenizer, SQLite, the socket to a
 resident process), so :func:`parse` replaces each with U+FFFD in every field it reads: the
@@ -56,7 +72,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-CLIENTS = ("claude-code", "codex", "gemini", "copilot")
+CLIENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
 EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
 CLIENT_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {
@@ -86,9 +102,15 @@ CLIENT_EVENTS: dict[str, dict[str, str]] = {
         "pre-compact": "preCompact",
         "session-end": "sessionEnd",
     },
+    "cursor": {
+        "session-start": "sessionStart",
+        "stop": "stop",
+        "pre-compact": "preCompact",
+        "session-end": "sessionEnd",
+    },
 }
 # The ingest format of each client's transcript (localmem.ingest).
-FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot", "cursor": "cursor"}
 # A Copilot session id as the CLI makes them (a UUID): the only kind put into a path
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 MAX_PAYLOAD = 1 << 20  # bytes of stdin read: a prompt and a few fields
@@ -109,7 +131,7 @@ class HookEvent:
     cwd: str = ""
     prompt: str = ""
     source: str = ""  # startup / resume / clear / compact (session start), auto / manual (compaction)
-    host: str = ""  # "vscode": the payload is VS Code's (module docstring); "" the client's own
+    host: str = ""  # "vscode" / "cursor": the payload is that host's (module docstring); "" the client's own
 
 
 def parse(client: str, event: str, raw: bytes) -> HookEvent:
@@ -133,6 +155,11 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
 
     if client == "copilot":
         return _copilot(event, text)
+    if client == "cursor":
+        return _cursor(event, obj, text)
+    if "cursor_version" in obj or ("conversation_id" in obj and "workspace_roots" in obj):
+        # Cursor running another client's entries (module docstring): its own entries do the work
+        return HookEvent(client, event, session_id=text("conversation_id"), host="cursor")
     vscode = "hook_event_name" not in obj and "hookEventName" in obj  # VS Code's shape (module docstring)
     return HookEvent(
         client,
@@ -164,8 +191,52 @@ def _copilot(event: str, text: Callable[[str], str]) -> HookEvent:
     )
 
 
+def _cursor(event: str, obj: dict[str, Any], text: Callable[[str], str]) -> HookEvent:
+    """Cursor's payload (module docstring)."""
+    sid = text("conversation_id") or text("session_id")
+    roots = obj.get("workspace_roots")
+    root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else ""
+    root = LONE_SURROGATE.sub("\ufffd", root)
+    transcript = text("transcript_path")
+    if not transcript and event in ("stop", "pre-compact", "session-end") and _SESSION_ID.fullmatch(sid):
+        transcript = cursor_transcript(sid, root)
+    return HookEvent("cursor", event, session_id=sid, transcript_path=transcript, cwd=root or text("cwd"))
+
+
+def cursor_transcript(sid: str, root: str, home: str | None = None) -> str:
+    """Where Cursor keeps the transcript of conversation ``sid`` (module docstring): the
+    first of its two layouts that exists, under the project folder of ``root`` or else any
+    project folder; when none exists, the CLI's path under ``root``'s folder (so the hook
+    counts a missing transcript, not a quiet run)."""
+    projects = os.path.join(home or os.path.expanduser("~"), ".cursor", "projects")
+    tails = (os.path.join("agent-transcripts", sid + ".jsonl"), os.path.join("agent-transcripts", sid, sid + ".jsonl"))
+    folder = re.sub(r"[^0-9A-Za-z]", "-", root.lstrip("/")) if root else ""
+    if folder:
+        for tail in tails:
+            if os.path.isfile(os.path.join(projects, folder, tail)):
+                return os.path.join(projects, folder, tail)
+    try:
+        names = sorted(os.listdir(projects))
+    except OSError:
+        names = []
+    for name in names:
+        for tail in tails:
+            if os.path.isfile(os.path.join(projects, name, tail)):
+                return os.path.join(projects, name, tail)
+    return os.path.join(projects, folder or "-", tails[0])
+
+
+def read_options(e: HookEvent) -> dict[str, Any]:
+    """The ingest options the payload adds to its transcript's: Cursor's log does not say
+    its project, the payload does (``localmem.ingest.cursor``)."""
+    return {"project": e.cwd} if e.client == "cursor" and e.cwd else {}
+
+
 def nothing_to_recall(e: HookEvent) -> str | None:
-    """Why a prompt hook has nothing to recall for (an empty prompt, a slash command), or None."""
+    """Why a recall hook has nothing to recall for (an empty prompt, a slash command, a
+    Cursor payload at another client's entry), or None."""
+    if e.host == "cursor":
+        return "a Cursor payload at another client's entry: localmem's Cursor entries answer Cursor"
     if e.event == "prompt" and (not e.prompt.strip() or e.prompt.lstrip().startswith("/")):
         return "no prompt to recall for"
     return None
@@ -175,6 +246,8 @@ def reply(client: str, event: str, context: str) -> str:
     """The JSON line that gives ``context`` to the agent (module docstring)."""
     if client == "copilot":  # its own shape: the context at the top (module docstring)
         return json.dumps({"additionalContext": context})
+    if client == "cursor":
+        return json.dumps({"additional_context": context})
     name = CLIENT_EVENTS[client][event]
     return json.dumps({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}})
 

@@ -12,7 +12,14 @@ gemini         ``~/.gemini/settings.json``  SessionStart 10 s, BeforeAgent 5 s, 
 copilot        ``~/.copilot/hooks/          sessionStart 10 s, userPromptSubmitted 5 s,
                localmem.json``              agentStop, preCompact, sessionEnd 60 s
                                             (``$COPILOT_HOME`` moves it)
+cursor         ``~/.cursor/hooks.json``     sessionStart 10 s, stop, preCompact,
+                                            sessionEnd 60 s
 =============  ==========================  =========================================
+
+Cursor reads ``~/.cursor/hooks.json`` (its hooks reference), ``{"version": 1, "hooks":
+{<event>: [entry, …]}}`` with flat entries ``{"command": …, "timeout": N}``: merged like
+the others into the person's own file, ``version`` kept (1 when localmem makes the file).
+Cursor has no prompt hook that adds context (``hooks.events``), so none is installed for it.
 
 GitHub Copilot CLI reads every ``*.json`` in its user hooks folder (``$COPILOT_HOME/hooks``,
 GitHub's hooks reference), each ``{"version": 1, "hooks": {<event>: [entry, …]}}`` with flat
@@ -71,6 +78,7 @@ MARK = "localmem.hooks"  # with "--client <client>": how our commands are known
 CODEX_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
 CODEX_LABELS["PreCompact"] = "pre_compact"
 TRUSTED = "trusted"
+FLAT = ("copilot", "cursor")  # clients whose hooks file is {"version": 1, "hooks": {event: [flat entry]}}
 
 
 def settings_path(client: str, home: Path | None = None, env: dict[str, str] | None = None) -> Path:
@@ -78,6 +86,8 @@ def settings_path(client: str, home: Path | None = None, env: dict[str, str] | N
     env = dict(os.environ) if env is None else env
     if client == "copilot":
         return agent_home(client, env, home) / "hooks" / "localmem.json"
+    if client == "cursor":
+        return agent_home(client, env, home) / "hooks.json"
     if client in CLIENTS:
         return agent_home(client, env, home) / ("hooks.json" if client == "codex" else "settings.json")
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
@@ -111,6 +121,8 @@ def _handlers(group: Any) -> list[Any]:
 def entry(db: Path, client: str, event: str, key_file: Path | None = None) -> dict[str, Any]:
     if client == "copilot":  # a flat entry, its command under "bash" (module docstring)
         return {"type": "command", "bash": command(db, client, event, key_file=key_file), "timeoutSec": TIMEOUTS[event]}
+    if client == "cursor":  # a flat entry (module docstring)
+        return {"command": command(db, client, event, key_file=key_file), "timeout": TIMEOUTS[event]}
     hook: dict[str, Any] = {"type": "command", "command": command(db, client, event, key_file=key_file)}
     if client == "gemini":
         hook = {"name": f"localmem-{event}", **hook, "timeout": TIMEOUTS[event] * 1000}
@@ -130,7 +142,7 @@ def _load(path: Path, client: str = "") -> dict[str, Any]:
         raise InputError("expected a JSON object at the top", path=str(path))
     if not isinstance(data.get("hooks", {}), dict):
         raise InputError("'hooks' is not a JSON object", path=str(path))
-    if client == "copilot" and data.get("version", 1) != 1:
+    if client in FLAT and data.get("version", 1) != 1:
         raise InputError(f"hooks file version {data.get('version')!r}, not 1: move it first", path=str(path))
     return data
 
@@ -171,8 +183,8 @@ def install(
     hooks = dict(data.get("hooks") or {})
     for event, name in CLIENT_EVENTS[client].items():
         hooks[name] = [*_without_ours(hooks.get(name), client), entry(db, client, event, key_file)]
-    if client == "copilot":
-        data = {"version": 1, **data}  # Copilot reads a hooks file only with it
+    if client in FLAT:
+        data = {"version": 1, **data}  # Copilot and Cursor read a hooks file only with it
     return target, _write(target, {**data, "hooks": hooks}, backup)
 
 

@@ -93,13 +93,15 @@ def _recall(settings: Settings, ev: HookEvent) -> Outcome:
 
 
 def _ingest(settings: Settings, ev: HookEvent) -> Outcome:
+    if ev.host == "cursor":  # Cursor running another client's entry: its own entries store it (hooks.events)
+        return Outcome(None, "quiet", detail={"why": events.nothing_to_recall(ev)})
     if not ev.transcript_path:  # Codex sends null for a session it keeps no log of (ephemeral): nothing to store
         return Outcome(None, "quiet", detail={"why": "the payload names no transcript"})
     path = Path(ev.transcript_path).expanduser()
     if not path.is_file():  # named but not there: every turn of this session would be lost unseen
         return Outcome(None, "failed", "no transcript", f"the transcript {path} the client named is not a file")
     with open_store(settings) as store:
-        report = runner.ingest_file(store, path, events.FORMATS[ev.client], skip_bad=True)
+        report = runner.ingest_file(store, path, events.FORMATS[ev.client], skip_bad=True, **events.read_options(ev))
     return Outcome(None, "quiet", detail={"new": report.new, "already_present": report.already_present})
 
 

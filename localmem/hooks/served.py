@@ -105,9 +105,10 @@ def _ingest_plan(
     if not path.is_file():
         raise wire.Refused("the transcript is not a file")
     fmt = events.FORMATS[ev.client]
+    options = events.read_options(ev)
 
     def ingest(target: Any, should_stop: Callable[[], bool]) -> dict[str, Any]:
-        report = runner.ingest_file(target, path, fmt, skip_bad=True, should_stop=should_stop)
+        report = runner.ingest_file(target, path, fmt, skip_bad=True, should_stop=should_stop, **options)
         return {"new": report.new, "already_present": report.already_present, "stopped": report.stopped}
 
     def render(got: dict[str, Any] | None) -> dict[str, Any]:

@@ -62,9 +62,11 @@ OPTIONS: dict[str, frozenset[str]] = {
     "longmemeval": frozenset({"question"}),
     **{f: frozenset({"tool_lines", "hold"}) for f in AGENT_FORMATS},
 }
+OPTIONS["cursor"] = OPTIONS["cursor"] | {"project"}  # its hooks know the project its log does not say
 # Options that change how a file is read but not which units it has: not part of its resume
-# state (``hold``: a step still open at the end of an agent's log waits for the next read).
-READ_ONLY_OPTIONS = frozenset({"tool_lines", "hold"})
+# state (``hold``: a step still open at the end of an agent's log waits for the next read;
+# ``project``: a session's project, which a stored session without one takes).
+READ_ONLY_OPTIONS = frozenset({"tool_lines", "hold", "project"})
 
 
 def units(path: Path, fmt: str, start: Cursor | None = None, **options: Any) -> Iterator[Unit]:

@@ -18,7 +18,8 @@ as compact lines (setting ``ingest.tool_lines``). Left out (counted): thinking b
 results, other roles, context-only user lines. The lines carry no ids and no times: a turn's
 native id is its line number, the session has no start time, and no project (the folder
 name is the project's path with every other character than a letter or digit made ``-``,
-which cannot be read back). A subagent's file is session ``<parent id>/<subagent id>``, its
+which cannot be read back) unless the caller knows it: Cursor's hooks name it
+(``workspace_roots``), and ``hooks.run`` passes it as ``project``. A subagent's file is session ``<parent id>/<subagent id>``, its
 prompt spoken by the ``agent``, its replies by the ``subagent``. Source = ``cursor``.
 """
 
@@ -33,6 +34,7 @@ from localmem.errors import InputError
 from localmem.ingest._agent import Event, Said, Session, Skip, group, message_blocks, text_of, tool_line
 from localmem.ingest._json import Cursor, Record, records
 from localmem.ingest._units import Unit
+from localmem.records import Project
 
 SOURCE = CLIENT = "cursor"
 _QUERY = re.compile(r"<user_query>(.*?)</user_query>", re.DOTALL)
@@ -43,10 +45,12 @@ _TOOLS = {"strreplace": "edit", "delete": "edit", "shell": "shell", "glob": "glo
 _BOOKKEEPING = frozenset({"todowrite", "todo_write", "updatetodos", "createplan"})
 
 
-def units(path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False) -> Iterator[Unit]:
+def units(
+    path: Path, start: Cursor | None = None, tool_lines: str = "compact", hold: bool = False, project: str = ""
+) -> Iterator[Unit]:
     start = start or Cursor()
     key, side = session_key(path)
-    info = Session(SOURCE, CLIENT)
+    info = Session(SOURCE, CLIENT, Project(cwd=project) if project else None)
 
     def events(rec: Record) -> list[Event]:
         return line_events(rec.value, path, rec.where, key, side, rec.index + 1, tool_lines)

@@ -52,8 +52,9 @@ def tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
 
 def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
     """A HOME with Claude Code (its settings as a person wrote them, mode 644), Gemini CLI
-    (a folder, no settings yet) and Copilot CLI (a folder, no hooks folder yet); Codex only
-    as a command on PATH. (home, store, PATH)"""
+    (a folder, no settings yet), Copilot CLI (a folder, no hooks folder yet) and Cursor (its
+    hooks file holding a hook of the person's); Codex only as a command on PATH. (home,
+    store, PATH)"""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     claude = home / ".claude" / "settings.json"
@@ -63,6 +64,10 @@ def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
     (home / ".gemini" / "GEMINI.md").write_text("be brief\n", "utf-8")
     (home / ".copilot").mkdir()
     (home / ".copilot" / "config.json").write_text('{"banner": "never"}\n', "utf-8")
+    (home / ".cursor").mkdir()
+    (home / ".cursor" / "hooks.json").write_text(
+        '{"version": 1, "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}]}}\n', "utf-8"
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     codex = bin_dir / "codex"  # only its presence on PATH is read: it is never run
@@ -91,6 +96,10 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
         assert not list(target.parent.glob("*.bak-*"))  # the old bytes are in the record, not beside the file
     data = json.loads((home / ".claude" / "settings.json").read_text("utf-8"))
     assert data["theme"] == "dark" and THEIRS in data["hooks"]["Stop"][0]["hooks"]
+    cursor = json.loads((home / ".cursor" / "hooks.json").read_text("utf-8"))
+    assert cursor["version"] == 1 and cursor["hooks"]["afterFileEdit"] == [{"command": "./hooks/format.sh"}]
+    assert cursor["hooks"]["stop"] == [install.entry(db, "cursor", "stop")]
+    assert "mcp install --client cursor" in did["cursor"]["todo"][0]
 
     again = json.loads(cli(home, db, "hooks", "install", "--all", "--json", path=path).stdout)  # twice: same files
     assert [a["action"] for a in again["agents"]] == ["installed"] * len(CLIENT_EVENTS)
