@@ -80,7 +80,7 @@ def add_hooks(sub: Subparsers) -> None:
         a.add_argument("--json", action="store_true", help="print JSON")
         a.set_defaults(func={"install": cmd_install, "uninstall": cmd_uninstall, "status": cmd_status}[name])
     helptext = (
-        "write localmem as the agent's plugin (Claude Code, Codex) or extension (Gemini CLI): the hook entries "
+        "write localmem as the agent's plugin (Claude Code, Codex, Copilot CLI) or extension (Gemini CLI): the hook entries "
         "and the MCP server on this store, for this interpreter; prints the one line that adds it"
     )
     p = hsub.add_parser("plugin", help=helptext, description=helptext)

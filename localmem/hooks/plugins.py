@@ -22,10 +22,20 @@ codex        ``.agents/plugins/marketplace.json``, ``localmem/``: ``codex plugin
              same three files                                    localmem@localmem``
 gemini       ``gemini-extension.json`` (its ``mcpServers``),     ``gemini extensions link
              ``hooks/hooks.json``, ``README.md``                  DIR``
+copilot      ``.github/plugin/marketplace.json``, ``localmem/``:  ``copilot plugin marketplace
+             ``plugin.json`` (naming ``hooks.json`` and           add DIR``, then ``copilot
+             ``.mcp.json``), ``hooks.json`` (Copilot's own hooks  plugin install
+             format), ``.mcp.json``, ``README.md``                localmem@localmem``
 ===========  ==================================================  ==========================
 
 Claude Code and Codex copy a plugin into their own cache when it is added (a plugin written
-again is picked up by their update command); Gemini's ``link`` reads the folder in place.
+again is picked up by their update command); Gemini's ``link`` and Copilot CLI's local
+marketplace read the folder in place (Copilot 1.0.102: "loaded live … nothing was copied";
+it calls a plugin installed from a bare folder, without a marketplace, deprecated). A
+Copilot plugin's hooks file is the one its hooks folder reads (``{"version": 1, "hooks":
+{<event>: [flat entry]}}``, ``hooks.install``); Copilot records an enabled plugin in
+``~/.copilot/settings.json``'s ``enabledPlugins`` as Claude Code does, one installed from a
+bare folder in ``config.json``'s ``installedPlugins``.
 :func:`installed` says whether a client has localmem's plugin enabled, read from the
 client's own files (Claude Code's ``enabledPlugins``, Codex's ``[plugins."localmem@…"]``,
 Gemini's ``extensions/localmem``): with it enabled, settings entries too would run every
@@ -52,7 +62,7 @@ from localmem.ingest.capture import agent_home
 from localmem.util import private
 
 NAME = "localmem"  # the plugin's, the marketplace's and the extension's name
-CLIENTS = ("claude-code", "codex", "gemini")
+CLIENTS = ("claude-code", "codex", "gemini", "copilot")
 DESCRIPTION = (
     "Long-term memory for this agent, kept in one local SQLite file: each turn stored when the agent stops, "
     "a session started with what the project decided and left open, a prompt given the memory that bears on it."
@@ -74,11 +84,13 @@ ADD = {
     "claude-code": "claude plugin marketplace add {dir} && claude plugin install {name}@{name}",
     "codex": "codex plugin marketplace add {dir} && codex plugin add {name}@{name}",
     "gemini": "gemini extensions link {dir}",
+    "copilot": "copilot plugin marketplace add {dir} && copilot plugin install {name}@{name}",
 }
 REMOVE = {
     "claude-code": "claude plugin uninstall {name}@{name} && claude plugin marketplace remove {name}",
     "codex": "codex plugin remove {name}@{name} && codex plugin marketplace remove {name}",
     "gemini": "gemini extensions uninstall {name}",
+    "copilot": "copilot plugin uninstall {name}@{name} && copilot plugin marketplace remove {name}",
 }
 
 
@@ -90,15 +102,14 @@ def default_dir(client: str) -> Path:
 
 def plugin_root(client: str, out: Path) -> Path:
     """The plugin's own folder in ``out``: the folder itself for a Gemini extension, the
-    marketplace's ``localmem/`` for Claude Code and Codex."""
+    marketplace's ``localmem/`` for the others."""
     return out if client == "gemini" else out / NAME
 
 
 def hooks_file(db: Path, client: str, key_file: Path | None = None) -> dict[str, Any]:
     """``hooks/hooks.json``: one entry per event, the commands ``hooks install`` writes."""
-    return {
-        "hooks": {name: [install.entry(db, client, event, key_file)] for event, name in CLIENT_EVENTS[client].items()}
-    }
+    hooks = {name: [install.entry(db, client, event, key_file)] for event, name in CLIENT_EVENTS[client].items()}
+    return {"version": 1, "hooks": hooks} if client in install.FLAT else {"hooks": hooks}
 
 
 def files(client: str, db: Path, mcp: dict[str, Any], key_file: Path | None = None) -> dict[str, str]:
@@ -114,19 +125,25 @@ def files(client: str, db: Path, mcp: dict[str, Any], key_file: Path | None = No
     }
     servers = {"mcpServers": {NAME: mcp}}
     out = {
-        base + "hooks/hooks.json": _json(hooks_file(db, client, key_file)),
+        base + ("hooks.json" if client == "copilot" else "hooks/hooks.json"): _json(hooks_file(db, client, key_file)),
         base + "README.md": README.format(**words),
     }
     about = {"name": NAME, "version": __version__, "description": DESCRIPTION}
     author = {"name": "localmem"}
+    listed = {"name": NAME, "source": "./" + NAME, "description": DESCRIPTION, "version": __version__}
+    market = {"name": NAME, "owner": author, "description": "localmem, for this user's store", "plugins": [listed]}
+    if client == "copilot":
+        manifest = {**about, "author": author, "license": "MIT", "hooks": "hooks.json", "mcpServers": ".mcp.json"}
+        out[base + "plugin.json"] = _json(manifest)
+        out[base + ".mcp.json"] = _json(servers)
+        out[".github/plugin/marketplace.json"] = _json(market)
+        return out
     if client == "gemini":
         out["gemini-extension.json"] = _json({**about, **servers})
         return out
     out[base + ".mcp.json"] = _json(servers)
-    listed = {"name": NAME, "source": "./" + NAME, "description": DESCRIPTION, "version": __version__}
     if client == "claude-code":
         out[base + ".claude-plugin/plugin.json"] = _json({**about, "author": author, "license": "MIT"})
-        market = {"name": NAME, "owner": author, "description": "localmem, for this user's store", "plugins": [listed]}
         out[".claude-plugin/marketplace.json"] = _json(market)
     else:  # Codex: the manifest names its hooks and servers; the marketplace entry is its own shape
         manifest = {
@@ -178,14 +195,16 @@ def installed(client: str, home: Path | None = None, env: dict[str, str] | None 
     home = home or Path.home()
     env = dict(os.environ) if env is None else env
     root = agent_home(client, env, home)
-    if client == "claude-code":
+    if client in ("claude-code", "copilot"):
         try:
             data = json.loads((root / "settings.json").read_text("utf-8"))
         except (OSError, ValueError):
-            return None
+            data = {}
         enabled = data.get("enabledPlugins") if isinstance(data, dict) else None
         on = [k for k, v in (enabled or {}).items() if v is True and k.split("@")[0] == NAME]
-        return f"plugin {on[0]} enabled in {root / 'settings.json'}" if on else None
+        if on:
+            return f"plugin {on[0]} enabled in {root / 'settings.json'}"
+        return _copilot_direct(root) if client == "copilot" else None
     if client == "codex":
         try:
             table = tomllib.loads((root / "config.toml").read_text("utf-8"))
@@ -204,9 +223,26 @@ def installed(client: str, home: Path | None = None, env: dict[str, str] | None 
     return None
 
 
+def _copilot_direct(root: Path) -> str | None:
+    """Copilot CLI's record of a plugin installed from a bare folder (``config.json``, whose
+    ``//`` comment lines are not JSON), or None."""
+    try:
+        text = (root / "config.json").read_text("utf-8")
+        data = json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+    except (OSError, ValueError):
+        return None
+    plugins = data.get("installedPlugins") if isinstance(data, dict) else None
+    for p in plugins if isinstance(plugins, list) else []:
+        if isinstance(p, dict) and p.get("name") == NAME and p.get("enabled", True) is not False:
+            return f"plugin {NAME} enabled in {root / 'config.json'}"
+    return None
+
+
 def _ours(client: str, out: Path) -> bool:
     """Whether ``out`` holds a plugin this module wrote (so writing again may replace it)."""
     manifest = "gemini-extension.json" if client == "gemini" else ".claude-plugin/marketplace.json"
+    if client == "copilot":
+        manifest = ".github/plugin/marketplace.json"
     if client == "codex":
         manifest = ".agents/plugins/marketplace.json"
     try:

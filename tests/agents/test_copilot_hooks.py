@@ -1,4 +1,8 @@
-"""localmem's hooks in the real GitHub Copilot CLI, offline (``localmem hooks install --client copilot``).
+"""localmem's hooks in the real GitHub Copilot CLI, offline, added either way a person can:
+``localmem hooks install --client copilot`` (its hooks folder) or ``localmem hooks plugin
+--client copilot`` and the one line it prints (Copilot's own ``plugin marketplace add`` and
+``plugin install``: Copilot validates nothing, so the proof that it loads the plugin is its
+hooks running in the sessions).
 
 The CLI and its offline set-up are test_copilot_capture's (the loopback Responses stand-in,
 ``COPILOT_OFFLINE=true``). ``localmem hooks install --client copilot`` writes
@@ -13,6 +17,7 @@ and userPromptSubmitted's ``additionalContext``) and the first session's does no
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -86,8 +91,9 @@ def wait_for_hooks(db: Path, sessions: int, timeout: float = 240.0) -> dict[str,
         time.sleep(0.25)
 
 
+@pytest.mark.parametrize("route", ["hooks install", "plugin"])
 def test_copilot_sessions_are_stored_once_and_the_next_one_gets_the_decision(
-    world: tuple[StandIn, dict[str, str], Path, Path],
+    world: tuple[StandIn, dict[str, str], Path, Path], route: str
 ) -> None:
     stand_in, env, project, db = world
     command = copilot_bin()
@@ -98,8 +104,23 @@ def test_copilot_sessions_are_stored_once_and_the_next_one_gets_the_decision(
         assert done.returncode == 0, done.stderr
         return done
 
-    localmem("hooks", "install", "--client", "copilot")
-    assert (Path(env["HOME"]) / ".copilot" / "hooks" / "localmem.json").is_file()
+    if route == "plugin":
+        added = json.loads(localmem("hooks", "plugin", "--client", "copilot", "--json").stdout)["add"]
+        for part in added.split(" && "):  # the one line, as a person pastes it
+            argv = shlex.split(part)
+            assert argv[0] == "copilot"
+            done = subprocess.run(
+                [str(command), *argv[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+        listed = subprocess.run(
+            [str(command), "plugin", "list"], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        ).stdout
+        assert "localmem@localmem" in listed and "(enabled)" in listed, listed
+        assert not (Path(env["HOME"]) / ".copilot" / "hooks" / "localmem.json").exists()
+    else:
+        localmem("hooks", "install", "--client", "copilot")
+        assert (Path(env["HOME"]) / ".copilot" / "hooks" / "localmem.json").is_file()
     marks = []
     for n, (prompt, reply) in enumerate(SAID, 1):
         marks.append(len(stand_in.requests))
@@ -132,3 +153,6 @@ def test_copilot_sessions_are_stored_once_and_the_next_one_gets_the_decision(
     recalled = blocks(model_turn(2))
     assert any(decision in b for b in recalled), [s for s in strings(json.loads(model_turn(2))) if "localmem" in s]
     assert got["events"]["session-start"].get("replied", 0) >= 1, got  # the second session got its project back
+    if route == "plugin":  # the plugin runs the hooks: `install --all` adds no second set
+        did = json.loads(localmem("hooks", "install", "--all", "--json").stdout)["agents"]
+        assert [a["action"] for a in did if a["client"] == "copilot"] == ["left"], did

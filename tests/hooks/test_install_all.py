@@ -176,17 +176,22 @@ def test_client_and_all_together_are_refused(tmp_path: Path) -> None:
 def test_plugin_files_carry_the_hook_commands_and_the_mcp_server(tmp_path: Path) -> None:
     home, db = tmp_path / "home", tmp_path / "m.db"
     home.mkdir()
-    for client, root, manifest in (
-        ("claude-code", "localmem", ".claude-plugin/plugin.json"),
-        ("codex", "localmem", ".codex-plugin/plugin.json"),
-        ("gemini", ".", "gemini-extension.json"),
+    for client, root, manifest, hooks_at in (
+        ("claude-code", "localmem", ".claude-plugin/plugin.json", "hooks/hooks.json"),
+        ("codex", "localmem", ".codex-plugin/plugin.json", "hooks/hooks.json"),
+        ("gemini", ".", "gemini-extension.json", "hooks/hooks.json"),
+        ("copilot", "localmem", "plugin.json", "hooks.json"),
     ):
         out = tmp_path / f"plugin-{client}"
         got = json.loads(cli(home, db, "hooks", "plugin", "--client", client, "--out", str(out), "--json").stdout)
         assert str(out) in got["add"] and json.loads((out / root / manifest).read_text("utf-8"))["name"] == "localmem"
-        hooks = json.loads((out / root / "hooks" / "hooks.json").read_text("utf-8"))["hooks"]
+        hooks_file = json.loads((out / root / hooks_at).read_text("utf-8"))
+        hooks = hooks_file["hooks"]
         assert set(hooks) == set(CLIENT_EVENTS[client].values())
         for event, name in CLIENT_EVENTS[client].items():
+            if client == "copilot":  # Copilot's own hooks format: flat entries, the file's version 1
+                assert hooks_file["version"] == 1 and hooks[name] == [install.entry(db, client, event)]
+                continue
             (hook,) = hooks[name][0]["hooks"]
             assert hook["command"] == install.command(db, client, event)
         servers = (
