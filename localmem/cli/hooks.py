@@ -21,7 +21,7 @@ from pathlib import Path
 from localmem.cli.common import Subparsers, print_json
 from localmem.config import Settings
 from localmem.errors import ConfigError, InputError
-from localmem.hooks import agents, install, plugins, status
+from localmem.hooks import agents, codex_list, install, plugins, status
 from localmem.hooks.events import CLIENTS
 from localmem.storage.engine import keys
 from mcp_server import clientconfig
@@ -231,6 +231,22 @@ def cmd_plugin(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _codex_plugin_trust(trust: dict[str, str]) -> list[str]:
+    """Fill ``trust`` with Codex's own word on the plugin's hooks (``hooks.codex_list``);
+    the problems to report."""
+    words, why = codex_list.plugin_trust(os.getcwd())
+    trust.update(words)
+    if why:
+        return [f"cannot tell whether Codex trusts the plugin's hooks: {why}"]
+    untrusted = [f"{event} {word}" for event, word in words.items() if word != install.TRUSTED]
+    if untrusted:
+        return [
+            "Codex runs a plugin's hook only once you trust it in its /hooks view (open codex, type /hooks, "
+            "review and trust localmem's entries): " + ", ".join(untrusted)
+        ]
+    return []
+
+
 def cmd_uninstall(args: argparse.Namespace, settings: Settings) -> int:
     _one_or_all(args)
     if args.all:
@@ -264,6 +280,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
                 f"localmem's {plugin[f.client]} runs the same hooks: each runs twice; "
                 f"`localmem hooks uninstall --client {f.client}` takes the settings entries out"
             )
+        if f.client == "codex" and plugin[f.client] and not f.events:
+            f.problems.extend(_codex_plugin_trust(f.trust))
     ran = status.read(settings.db)
     if args.json:
         rows = [{**f.to_dict(), "plugin": plugin[f.client], "found": on_machine.get(f.client)} for f in found]

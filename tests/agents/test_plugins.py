@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from localmem.hooks import codex_list
 from tests.helpers.agent_clis import CLIENTS, NODE_BIN, Rig, cli_path, exported, rig, wait_for_turns
 
 pytestmark = pytest.mark.slow
@@ -95,6 +96,26 @@ def test_codex_loads_the_plugin_from_its_marketplace(tmp_path: Path, cache: Path
         assert any(
             line.split()[:3] == ["localmem@localmem", "installed,", "enabled"] for line in listed.splitlines()
         ), listed
+        # whether Codex runs the plugin's hooks, in its own words (hooks.codex_list): none trusted yet
+        status = json.loads(r.localmem("hooks", "status", "--client", "codex", "--json").stdout)["clients"][0]
+        assert status["trust"] == dict.fromkeys(("session-start", "prompt", "stop", "pre-compact"), "not trusted")
+        assert any("/hooks" in p for p in status["problems"]), status
+        # the person trusts them in /hooks, which records Codex's hashes in config.toml: trusted
+        listed_hooks = codex_list.hooks_list(str(r.project), r.env())
+        config = r.home / ".codex" / "config.toml"
+        with config.open("a", encoding="utf-8") as fh:
+            for h in listed_hooks:
+                if h.get("pluginId") == "localmem@localmem" and not h["key"].endswith("user_prompt_submit:0:0"):
+                    # listed as "sha256:<entry>/sha256:<…>"; Codex trusts the entry's part (checked with 0.171)
+                    trusted = h["currentHash"].split("/")[0]
+                    fh.write(f'\n[hooks.state."{h["key"]}"]\ntrusted_hash = "{trusted}"\n')
+        status = json.loads(r.localmem("hooks", "status", "--client", "codex", "--json").stdout)["clients"][0]
+        assert status["trust"] == {
+            "session-start": "trusted",
+            "prompt": "not trusted",
+            "stop": "trusted",
+            "pre-compact": "trusted",
+        }, status
         # a manifest Codex cannot read is not listed as installable
         (out / "localmem" / ".codex-plugin" / "plugin.json").write_text("{ not json", "utf-8")
         bad = run_cli(r, "codex", "plugin", "add", "localmem@localmem")
