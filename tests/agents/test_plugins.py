@@ -7,8 +7,9 @@
   validator refuses a broken copy, so the acceptance is not vacuous.
 - Added with the one line ``hooks plugin`` prints, each plugin's hooks run in a real
   session and store its turns once.
-- ``hooks install --all`` in one HOME with the three agents: a session of each is stored
-  once (no agent twice), and ``uninstall --all`` gives every settings file back byte for byte.
+- ``hooks install --all`` in one HOME with the three agents and Copilot CLI: a session of
+  each is stored once (no agent twice), and ``uninstall --all`` gives every settings file
+  back byte for byte.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 
 from localmem.hooks import codex_list
 from tests.helpers.agent_clis import CLIENTS, NODE_BIN, Rig, cli_path, exported, rig, wait_for_turns
+from tests.helpers.copilot_cli import copilot_bin
+from tests.helpers.copilot_cli import env_for as copilot_env
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
@@ -153,17 +156,37 @@ def test_install_all_captures_every_agent_once_and_uninstall_all_restores(tmp_pa
         done = claude.localmem("hooks", "install", "--all", "--json")
         assert done.returncode == 0, done.stderr
         acts = {a["client"]: a["action"] for a in json.loads(done.stdout)["agents"]}
-        # the three, and Copilot CLI too where its pinned CLI is on the rigs' PATH (.ci/node)
-        assert set(CLIENTS) <= set(acts) <= {*CLIENTS, "copilot"} and set(acts.values()) == {"installed"}, acts
+        found = {c for c, act in acts.items() if act != "not found"}
+        # the three and Copilot CLI (their pinned CLIs on the rigs' PATH, .ci/node), OpenCode where it is there too
+        assert {*CLIENTS, "copilot"} <= found <= {*CLIENTS, "copilot", "opencode"}, acts
+        assert {acts[c] for c in found} == {"installed"}, acts
         said = []
         for n, r in enumerate(rigs, 1):
             prompt = f"In the {r.client} session we agreed the kiln fires on Thursdays."
             r.session(prompt, f"Agreed, Thursdays ({r.client}).")
             said += [("user", prompt), ("assistant", f"Agreed, Thursdays ({r.client}).")]
             wait_for_turns(claude.db, 2 * n)
+        # Copilot CLI in the same HOME, against the Responses stand-in Codex's rig serves
+        responses = rigs[CLIENTS.index("codex")].stand_in
+        env = {**claude.env(), **{k: v for k, v in copilot_env(claude.home, responses).items() if "COPILOT" in k}}
+        prompt, reply = "In the copilot session we agreed the kiln fires on Thursdays.", "Agreed, Thursdays (copilot)."
+        responses.reply = reply
+        ran = subprocess.run(
+            [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--no-auto-update"],
+            cwd=claude.project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr[-4000:]
+        said += [("user", prompt), ("assistant", reply)]
+        wait_for_turns(claude.db, len(said))
         turns = exported(claude)
         assert sorted(turns) == sorted(said) and len(turns) == len(set(turns)), turns  # each agent once
         gone = claude.localmem("hooks", "uninstall", "--all", "--json")
-        assert [a["action"] for a in json.loads(gone.stdout)["agents"]] == ["restored"] * len(acts), gone.stdout
+        undone = {a["client"]: a["action"] for a in json.loads(gone.stdout)["agents"]}
+        assert {undone[c] for c in found} == {"restored"}, gone.stdout
         after = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
         assert after == before
