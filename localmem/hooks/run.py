@@ -6,7 +6,7 @@ resident process answers ``hooks.fast`` with) under the project of the payload's
 (``retrieval.scope``), which records the head lines they inject (the store's ``injected``
 table) and the recall log's row (best effort: a store too busy to take them does not hold
 the agent up), and reply; stop, pre-compact and session-end ingest the transcript the payload
-names, read to its end from where the last read stopped (``ingest.runner``; the same
+names, read to its end from where the last read stopped (``hooks.reading``: the same
 resume point ``capture`` and ``watch`` use, so nothing is stored twice whoever reads it).
 
 Invariants (``localmem.hooks``): the process exits 0 whatever happens; it prints a reply
@@ -30,10 +30,9 @@ import apsw
 
 from localmem.config import Settings
 from localmem.errors import StoreFull, StoreLocked, StoreReadOnly
-from localmem.hooks import events, status
+from localmem.hooks import events, reading, status
 from localmem.hooks.events import HookEvent
 from localmem.hooks.fast import deadline, hook_ask
-from localmem.ingest import runner
 from localmem.memory import open_store
 from localmem.resident import recall
 from localmem.storage.engine import keys
@@ -101,7 +100,7 @@ def _ingest(settings: Settings, ev: HookEvent) -> Outcome:
     if not path.is_file():  # named but not there: every turn of this session would be lost unseen
         return Outcome(None, "failed", "no transcript", f"the transcript {path} the client named is not a file")
     with open_store(settings) as store:
-        report = runner.ingest_file(store, path, events.FORMATS[ev.client], skip_bad=True, **events.read_options(ev))
+        report = reading.ingest(store, ev, path)
     return Outcome(None, "quiet", detail={"new": report.new, "already_present": report.already_present})
 
 

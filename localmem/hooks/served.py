@@ -32,11 +32,10 @@ from typing import Any, NoReturn
 
 from localmem.config import Settings
 from localmem.errors import LocalmemError
-from localmem.hooks import events, quick
+from localmem.hooks import events, quick, reading
 from localmem.hooks.entry import parser
 from localmem.hooks.events import HookEvent
 from localmem.hooks.fast import MARGIN_S, deadline, hook_ask, served
-from localmem.ingest import runner
 from localmem.resident import wire
 from localmem.resident.callers import CallerSettings
 
@@ -97,18 +96,16 @@ def _ingest_plan(
     settings: Settings, ev: HookEvent, call: wire.HookCall, db: str, store: dict[str, Any] | None, fingerprint: str
 ) -> wire.HookPlan:
     """An ingest event's plan: the transcript the payload names, read by the server into its
-    store (``ingest.runner``, from where the last read stopped); a payload naming none, or a
+    store (``hooks.reading``, from where the last read stopped); a payload naming none, or a
     path that is no file, is the caller's to count (``hooks.run``)."""
     if not ev.transcript_path:
         raise wire.Refused("no transcript named")
     path = Path(call.cwd, os.path.expanduser(ev.transcript_path))
     if not path.is_file():
         raise wire.Refused("the transcript is not a file")
-    fmt = events.FORMATS[ev.client]
-    options = events.read_options(ev)
 
     def ingest(target: Any, should_stop: Callable[[], bool]) -> dict[str, Any]:
-        report = runner.ingest_file(target, path, fmt, skip_bad=True, should_stop=should_stop, **options)
+        report = reading.ingest(target, ev, path, should_stop)
         return {"new": report.new, "already_present": report.already_present, "stopped": report.stopped}
 
     def render(got: dict[str, Any] | None) -> dict[str, Any]:

@@ -15,6 +15,10 @@ OpenCode's database is not an append-only log, so progress is kept per session, 
   (``os.stat`` of the database and its ``-wal``) when every session was read to its end; a
   database with that signature still is not opened at all (:func:`unchanged`).
 
+A read of one session (``session``: an ingest hook's, ``hooks.reading``) reads it and its
+sub-agents' sessions through the same rows, so a hook and ``capture`` never store a turn
+twice; it leaves the database's row as it was (the other sessions were not read).
+
 Invariants: a session's turns are written (in batches of ``runner.BATCH_TURNS`` turns,
 each its own transaction) before its row moves on, so a read killed in between finds them
 already stored next time (content hashes) and nothing is lost or stored twice; a bad row is
@@ -73,9 +77,11 @@ def ingest(
     hold_since: float | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_wait: Callable[[], None] | None = None,
+    session: str | None = None,
 ) -> Outcome:
     """Store the new turns of every session of ``db`` (module docstring). ``hold_since``
-    (unix s): sessions updated at or after it are read with ``hold``; None: none."""
+    (unix s): sessions updated at or after it are read with ``hold``; None: none.
+    ``session``: only that session and those whose parent it is."""
     t0 = time.perf_counter()
     sig = opencode.signature(db)
     if sig is None:
@@ -89,6 +95,8 @@ def ingest(
     complete = True
     with opencode.Database(db, on_wait) as src:
         for s in src.sessions():
+            if session is not None and session not in (s.id, s.parent_id):
+                continue
             if should_stop is not None and should_stop():
                 report.stopped, complete = True, False
                 break
@@ -127,8 +135,9 @@ def ingest(
                 complete=whole,
             )
             store.retrying(partial(ingest_files.save, store.conn, row))
-    whole_db = _row(key, "", at=(0, ""), taken=0, updated=sig[1], complete=complete, fp=_fingerprint(sig))
-    store.retrying(partial(ingest_files.save, store.conn, whole_db))
+    if session is None:  # a read of one session says nothing of the others
+        whole_db = _row(key, "", at=(0, ""), taken=0, updated=sig[1], complete=complete, fp=_fingerprint(sig))
+        store.retrying(partial(ingest_files.save, store.conn, whole_db))
     report.sessions = len(written)
     report.turns = report.new + report.already_present
     report.seconds = time.perf_counter() - t0
