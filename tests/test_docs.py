@@ -286,7 +286,8 @@ def _hook_table() -> dict[str, dict[str, str]]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0]] = dict(zip(("claude-code", "codex", "gemini", "copilot", "cursor"), cells[1:6], strict=True))
+        clients = ("claude-code", "codex", "gemini", "copilot", "cursor", "opencode")
+        rows[cells[0]] = dict(zip(clients, cells[1:7], strict=True))
     return rows
 
 
@@ -297,9 +298,12 @@ def test_the_hook_events_capture_md_names_are_the_ones_install_writes(tmp_path: 
     table = _hook_table()
     assert list(table) == list(EVENTS)
     for client in CLIENTS:
-        target = tmp_path / client / "settings.json"
+        target = tmp_path / client / ("localmem.js" if client == "opencode" else "settings.json")
         install.install(tmp_path / "m.db", client, target)
-        written = set(json.loads(target.read_text("utf-8"))["hooks"])
+        if client == "opencode":  # its plugin file: what it runs each command on (hooks.events)
+            written = {CLIENT_EVENTS[client][e] for e in install.inspect(client, target).events}
+        else:
+            written = set(json.loads(target.read_text("utf-8"))["hooks"])
         for event in EVENTS:
             cell = table[event][client]
             if event in CLIENT_EVENTS[client]:

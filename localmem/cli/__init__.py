@@ -52,7 +52,7 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     Command(
         "capture",
         "store the coding agents' sessions (Claude Code, Codex CLI, Gemini CLI, VS Code chat, Copilot CLI, Cursor, "
-        "aider) from their folders",
+        "OpenCode, aider) from their folders",
         "capture",
         "add_capture",
     ),
@@ -128,8 +128,8 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
     ),
     Command(
         "hooks",
-        "install localmem's hooks into Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI (one or every one "
-        "found), or write localmem as their plugin; or remove them; or show them",
+        "install localmem's hooks into Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, Cursor or OpenCode "
+        "(one or every one found), or write localmem as their plugin; or remove them; or show them",
         "hooks",
         "add_hooks",
     ),

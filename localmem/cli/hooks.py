@@ -37,8 +37,8 @@ CODEX_TRUST = (
 def add_hooks(sub: Subparsers) -> None:
     c = sub.add_parser(
         "hooks",
-        help="install localmem's hooks into Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI (one or "
-        "every one found), "
+        help="install localmem's hooks into Claude Code, Codex CLI, Gemini CLI, GitHub Copilot CLI, Cursor or "
+        "OpenCode (one or every one found), "
         "or write localmem as their plugin; or remove them; or show them",
         description="Hooks make an agent's sessions memory by themselves: a session starts with what the project "
         "decided and left open, a prompt gets the memory that bears on it (only above a relevance bar), and each "
@@ -68,14 +68,15 @@ def add_hooks(sub: Subparsers) -> None:
         a.add_argument(
             "--client",
             choices=CLIENTS,
-            help="the agent" + (" (default: all five)" if name == "status" else " (or --all)"),
+            help="the agent" + (" (default: all six)" if name == "status" else " (or --all)"),
         )
         if name != "status":
             a.add_argument("--all", action="store_true", help="every agent found on this machine")
         a.add_argument(
             "--path",
             type=Path,
-            help="the settings file (default: the client's own; copilot: ~/.copilot/hooks/localmem.json; cursor: ~/.cursor/hooks.json)",
+            help="the settings file (default: the client's own; copilot: ~/.copilot/hooks/localmem.json; cursor: "
+            "~/.cursor/hooks.json; opencode: localmem's plugin file, ~/.config/opencode/plugin/localmem.js)",
         )
         a.add_argument("--json", action="store_true", help="print JSON")
         a.set_defaults(func={"install": cmd_install, "uninstall": cmd_uninstall, "status": cmd_status}[name])
@@ -94,7 +95,9 @@ def _one_or_all(args: argparse.Namespace) -> None:
     if args.all and (args.client or args.path):
         raise InputError("--all installs into every agent found: leave out --client and --path")
     if not args.all and not args.client:
-        raise InputError("name the agent (--client claude-code, codex, gemini, copilot or cursor) or give --all")
+        raise InputError(
+            "name the agent (--client claude-code, codex, gemini, copilot, cursor or opencode) or give --all"
+        )
 
 
 def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
@@ -108,7 +111,7 @@ def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
     found = install.inspect(args.client, target)
     if args.client == "codex":
         notes.append(CODEX_TRUST)
-    if plugin := plugins.installed(args.client):
+    if plugin := _plugin(args.client):
         notes.append(f"localmem's {plugin} runs the same hooks: each runs twice now; remove one of the two")
     if args.json:
         print_json(
@@ -130,6 +133,12 @@ def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  problem: {p}", file=sys.stderr)
     print("restart the agent to load them; `localmem hooks status` shows what they do", file=sys.stderr)
     return 0
+
+
+def _plugin(client: str) -> str | None:
+    """Where the client has localmem's plugin (``hooks plugin``) enabled; None for one that
+    has no such plugin (OpenCode's hooks are themselves localmem's plugin file)."""
+    return plugins.installed(client) if client in plugins.CLIENTS else None
 
 
 def _key_for_hooks(db: Path) -> tuple[Path | None, list[str]]:
@@ -273,7 +282,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     clients = [args.client] if args.client else list(CLIENTS)
     found = [install.inspect(c, args.path if args.client else None) for c in clients]
     on_machine = agents.found()
-    plugin = {c: plugins.installed(c) for c in clients}
+    plugin = {c: _plugin(c) for c in clients}
     for f in found:
         if f.events and plugin[f.client]:
             f.problems.append(

@@ -2,9 +2,11 @@
 localmem's hooks once, and gives them back byte for byte.
 
 An agent is found by its folder (``~/.claude``, ``$CODEX_HOME`` or ``~/.codex``,
-``~/.gemini``, ``$COPILOT_HOME`` or ``~/.copilot``, ``~/.cursor``) or its command on PATH
-(``claude``, ``codex``, ``gemini``, ``copilot``, ``cursor-agent``). Copilot CLI's file is localmem's own hooks file in its
-hooks folder (``install.settings_path``): one that did not exist is removed again. Each gets the
+``~/.gemini``, ``$COPILOT_HOME`` or ``~/.copilot``, ``~/.cursor``, ``~/.config/opencode``
+under ``$XDG_CONFIG_HOME``) or its command on PATH (``claude``, ``codex``, ``gemini``,
+``copilot``, ``cursor-agent``, ``opencode``). Copilot CLI's file is localmem's own hooks file in its
+hooks folder, OpenCode's localmem's own plugin file (``install.settings_path``): one that did
+not exist is removed again, with the folders made for it. Each gets the
 entries of ``hooks install`` in its settings file, the route all three read hooks from
 without a command of theirs to run, and the one that can be undone exactly: adding a plugin
 goes through the client's own command, and Claude Code 2.1.337's ``plugin uninstall`` then
@@ -45,7 +47,7 @@ from typing import Any
 import platformdirs
 
 from localmem.errors import InputError
-from localmem.hooks import install, plugins
+from localmem.hooks import install, opencode, plugins
 from localmem.hooks.events import CLIENTS
 from localmem.ingest.capture import agent_home, default_root
 from localmem.util import private
@@ -56,6 +58,7 @@ COMMANDS = {
     "gemini": "gemini",
     "copilot": "copilot",
     "cursor": "cursor-agent",
+    "opencode": "opencode",
 }
 # What the person must still do once the entries are in (said after each install)
 TODO = {
@@ -65,6 +68,7 @@ TODO = {
     "copilot": "start a new Copilot CLI session (a running one read its hooks when it started)",
     "cursor": "restart Cursor or open a new agent session; for recall while you work, also run "
     "`localmem mcp install --client cursor` (Cursor's hooks cannot add context to a prompt)",
+    "opencode": "start a new OpenCode session (a running one loaded its plugins when it started)",
 }
 RECORD_VERSION = 1
 VSCODE_NOTE = (
@@ -100,13 +104,18 @@ def found(home: Path | None = None, env: dict[str, str] | None = None) -> dict[s
     env = dict(os.environ) if env is None else env
     out: dict[str, str] = {}
     for client in CLIENTS:
-        folder = agent_home(client, env, home)
+        folder = _folder(client, env, home)
         cmd = shutil.which(COMMANDS[client], path=env.get("PATH", ""))
         if folder.is_dir():
             out[client] = f"its folder {folder}"
         elif cmd:
             out[client] = f"its command {cmd}"
     return out
+
+
+def _folder(client: str, env: dict[str, str], home: Path) -> Path:
+    """The folder that says the agent is here (module docstring)."""
+    return opencode.config_dir(env, home) if client == "opencode" else agent_home(client, env, home)
 
 
 def vscode_found(home: Path | None = None, env: dict[str, str] | None = None) -> bool:
@@ -127,11 +136,11 @@ def install_all(
     for client in CLIENTS:
         if client not in agents:
             done.append(
-                Done(client, "not found", why=f"no {agent_home(client, env, home)} and no `{COMMANDS[client]}` on PATH")
+                Done(client, "not found", why=f"no {_folder(client, env, home)} and no `{COMMANDS[client]}` on PATH")
             )
             continue
         target = install.settings_path(client, home, env)
-        plugin = plugins.installed(client, home, env)
+        plugin = plugins.installed(client, home, env) if client in plugins.CLIENTS else None
         if plugin:
             done.append(Done(client, "left", str(target), f"localmem's {plugin} runs the hooks already"))
             continue

@@ -5,15 +5,15 @@ clients name them alike): ``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``; ``prompt`` (a prompt hook); ``source`` / ``trigger`` (why a session
 started or compaction ran). Each event localmem acts on, by client:
 
-=============  ================  ================  ============  ===================  ============
-localmem       claude-code       codex             gemini        copilot              cursor
-=============  ================  ================  ============  ===================  ============
-session-start  SessionStart      SessionStart      SessionStart  sessionStart         sessionStart
-prompt         UserPromptSubmit  UserPromptSubmit  BeforeAgent   userPromptSubmitted  (none)
-stop           Stop              Stop              AfterAgent    agentStop            stop
-pre-compact    PreCompact        PreCompact        PreCompress   preCompact           preCompact
-session-end    SessionEnd        (none)            SessionEnd    sessionEnd           sessionEnd
-=============  ================  ================  ============  ===================  ============
+=============  ================  ================  ============  ===================  ============  ==================================
+localmem       claude-code       codex             gemini        copilot              cursor        opencode (its plugin's hooks)
+=============  ================  ================  ============  ===================  ============  ==================================
+session-start  SessionStart      SessionStart      SessionStart  sessionStart         sessionStart  experimental.chat.system.transform
+prompt         UserPromptSubmit  UserPromptSubmit  BeforeAgent   userPromptSubmitted  (none)        chat.message
+stop           Stop              Stop              AfterAgent    agentStop            stop          session.idle (an event)
+pre-compact    PreCompact        PreCompact        PreCompress   preCompact           preCompact    experimental.session.compacting
+session-end    SessionEnd        (none)            SessionEnd    sessionEnd           sessionEnd    (none)
+=============  ================  ================  ============  ===================  ============  ==================================
 
 The reply that injects context is the same JSON for the first three:
 ``{"hookSpecificOutput": {"hookEventName": <the client's event>, "additionalContext": …}}``
@@ -55,6 +55,17 @@ entry for another client (``cursor_version``, or ``conversation_id`` with
 ``workspace_roots``) is read as Cursor's (``host``) and does nothing, so the same
 conversation is never stored or answered twice; localmem's own Cursor entries do the work.
 
+OpenCode runs no commands of its own: localmem's plugin (``hooks.opencode``, its JavaScript
+in ``hooks/opencode_plugin.js``) runs these hook commands and sends a payload of localmem's
+own: ``sessionID``, ``directory`` (the project), ``prompt`` (a prompt hook: the prompt's
+text parts), ``database`` (the ingest hooks: OpenCode's ``opencode.db``, as the plugin finds
+it; when absent or not named as OpenCode's database, the default of ``localmem capture``,
+``$XDG_DATA_HOME/opencode/opencode.db``, from the environment of the process that parses
+it). An ingest hook's ``transcript_path`` is that database: ``hooks.reading`` reads the
+payload's session from it (``ingest.opencode_runner``). The reply is
+``{"additionalContext": …}``, which the plugin puts into the session's main-turn system
+prompt. OpenCode has no session end: its idle event after every turn already stores it.
+
 A JSON string may hold a lone surrogate (``"\\ud800"``: a client that cut a prompt inside
 an emoji's UTF-16 pair); no UTF-8 encoder takes one (the tokenizer, SQLite, the socket to a
 resident process), so :func:`parse` replaces each with U+FFFD in every field it reads: the
@@ -72,7 +83,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-CLIENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+CLIENTS = ("claude-code", "codex", "gemini", "copilot", "cursor", "opencode")
 EVENTS = ("session-start", "prompt", "stop", "pre-compact", "session-end")
 CLIENT_EVENTS: dict[str, dict[str, str]] = {
     "claude-code": {
@@ -108,11 +119,21 @@ CLIENT_EVENTS: dict[str, dict[str, str]] = {
         "pre-compact": "preCompact",
         "session-end": "sessionEnd",
     },
+    "opencode": {  # what its plugin runs each command on (module docstring)
+        "session-start": "experimental.chat.system.transform",
+        "prompt": "chat.message",
+        "stop": "session.idle",
+        "pre-compact": "experimental.session.compacting",
+    },
 }
 # The ingest format of each client's transcript (localmem.ingest).
 FORMATS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "copilot": "copilot", "cursor": "cursor"}
+FORMATS["opencode"] = "opencode"  # a database, not a file format: ``ingest.opencode_runner`` reads it
 # A Copilot session id as the CLI makes them (a UUID): the only kind put into a path
 _SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+# OpenCode's database: ``opencode.db`` or a channel's ``opencode-<channel>.db`` (``ingest.opencode``)
+_OPENCODE_DB = re.compile(r"opencode(-[0-9A-Za-z_.-]+)?\.db")
+INGEST = ("stop", "pre-compact", "session-end")
 MAX_PAYLOAD = 1 << 20  # bytes of stdin read: a prompt and a few fields
 # after json.loads a surrogate left in a str is a lone one (an escaped pair is joined into one character)
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -157,6 +178,8 @@ def parse(client: str, event: str, raw: bytes) -> HookEvent:
         return _copilot(event, text)
     if client == "cursor":
         return _cursor(event, obj, text)
+    if client == "opencode":
+        return _opencode(event, text)
     if "cursor_version" in obj or ("conversation_id" in obj and "workspace_roots" in obj):
         # Cursor running another client's entries (module docstring): its own entries do the work
         return HookEvent(client, event, session_id=text("conversation_id"), host="cursor")
@@ -203,6 +226,26 @@ def _cursor(event: str, obj: dict[str, Any], text: Callable[[str], str]) -> Hook
     return HookEvent("cursor", event, session_id=sid, transcript_path=transcript, cwd=root or text("cwd"))
 
 
+def _opencode(event: str, text: Callable[[str], str]) -> HookEvent:
+    """The payload localmem's OpenCode plugin sends (module docstring)."""
+    database = ""
+    if event in INGEST:
+        named = text("database")
+        if named and os.path.isabs(named) and _OPENCODE_DB.fullmatch(os.path.basename(named)):
+            database = named
+        else:
+            data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+            database = os.path.join(os.path.expanduser(data), "opencode", "opencode.db")
+    return HookEvent(
+        "opencode",
+        event,
+        session_id=text("sessionID"),
+        transcript_path=database,
+        cwd=text("directory"),
+        prompt=text("prompt"),
+    )
+
+
 def cursor_transcript(sid: str, root: str, home: str | None = None) -> str:
     """Where Cursor keeps the transcript of conversation ``sid`` (module docstring): the
     first of its two layouts that exists, under the project folder of ``root`` or else any
@@ -244,7 +287,7 @@ def nothing_to_recall(e: HookEvent) -> str | None:
 
 def reply(client: str, event: str, context: str) -> str:
     """The JSON line that gives ``context`` to the agent (module docstring)."""
-    if client == "copilot":  # its own shape: the context at the top (module docstring)
+    if client in ("copilot", "opencode"):  # their own shape: the context at the top (module docstring)
         return json.dumps({"additionalContext": context})
     if client == "cursor":
         return json.dumps({"additional_context": context})

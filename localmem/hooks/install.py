@@ -14,7 +14,15 @@ copilot        ``~/.copilot/hooks/          sessionStart 10 s, userPromptSubmitt
                                             (``$COPILOT_HOME`` moves it)
 cursor         ``~/.cursor/hooks.json``     sessionStart 10 s, stop, preCompact,
                                             sessionEnd 60 s
+opencode       ``~/.config/opencode/        session-start 10 s, prompt 5 s, stop,
+               plugin/localmem.js``         pre-compact 60 s (``$XDG_CONFIG_HOME``
+                                            moves it)
 =============  ==========================  =========================================
+
+OpenCode's hooks are plugins: localmem writes a plugin file of its own (``hooks.opencode``)
+holding the same commands as argument lists, with the timeouts above (the plugin kills a
+command at its timeout). It is written whole each time (no backup: nothing in it is the
+person's), a file there that is not localmem's is refused, and ``uninstall`` removes it.
 
 Cursor reads ``~/.cursor/hooks.json`` (its hooks reference), ``{"version": 1, "hooks":
 {<event>: [entry, …]}}`` with flat entries ``{"command": …, "timeout": N}``: merged like
@@ -67,6 +75,7 @@ from typing import Any
 import apsw
 
 from localmem.errors import ConfigError, InputError
+from localmem.hooks import opencode
 from localmem.hooks.events import CLIENT_EVENTS, CLIENTS
 from localmem.ingest.capture import agent_home
 from localmem.storage.engine import keys
@@ -88,16 +97,23 @@ def settings_path(client: str, home: Path | None = None, env: dict[str, str] | N
         return agent_home(client, env, home) / "hooks" / "localmem.json"
     if client == "cursor":
         return agent_home(client, env, home) / "hooks.json"
+    if client == "opencode":
+        return opencode.plugin_path(env, home)
     if client in CLIENTS:
         return agent_home(client, env, home) / ("hooks.json" if client == "codex" else "settings.json")
     raise InputError(f"unknown client {client!r}: one of {', '.join(CLIENTS)}")
 
 
-def command(db: Path, client: str, event: str, python: str | None = None, key_file: Path | None = None) -> str:
-    argv = [python or str(Path(sys.executable).absolute()), "-m", MARK, "--db", str(db.expanduser().resolve())]
+def argv(db: Path, client: str, event: str, python: str | None = None, key_file: Path | None = None) -> list[str]:
+    """The hook command's arguments (module docstring)."""
+    out = [python or str(Path(sys.executable).absolute()), "-m", MARK, "--db", str(db.expanduser().resolve())]
     if key_file is not None:  # its path: the key itself never goes on a command line
-        argv += ["--key-file", str(key_file.expanduser().resolve())]
-    return shlex.join([*argv, event, "--client", client])
+        out += ["--key-file", str(key_file.expanduser().resolve())]
+    return [*out, event, "--client", client]
+
+
+def command(db: Path, client: str, event: str, python: str | None = None, key_file: Path | None = None) -> str:
+    return shlex.join(argv(db, client, event, python, key_file))
 
 
 def _cmd(hook: Any) -> Any:
@@ -179,6 +195,12 @@ def install(
     its path put in each command); returns (file, backup or None). ``backup=False``: no
     copy beside the file (``hooks install --all`` keeps the old bytes in its own record)."""
     target = path or settings_path(client)
+    if client == "opencode":  # localmem's own plugin file, written whole (module docstring)
+        opencode.read(target)  # refuses a file there that is not localmem's
+        opencode.write(
+            target, {e: (argv(db, client, e, key_file=key_file), TIMEOUTS[e]) for e in CLIENT_EVENTS[client]}
+        )
+        return target, None
     data = _load(target, client)
     hooks = dict(data.get("hooks") or {})
     for event, name in CLIENT_EVENTS[client].items():
@@ -193,6 +215,8 @@ def uninstall(client: str, path: Path | None = None) -> tuple[Path, Path | None,
     target = path or settings_path(client)
     if not target.exists():
         return target, None, 0
+    if client == "opencode":
+        return target, None, opencode.remove(target)
     data = _load(target, client)
     hooks = dict(data.get("hooks") or {})
     removed = 0
@@ -239,7 +263,9 @@ def inspect(client: str, path: Path | None = None) -> Installed:
     found: dict[str, str] = {}
     places: dict[str, tuple[int, int, dict[str, Any]]] = {}  # event -> (group, handler, entry): Codex's key
     try:
-        hooks = _load(target, client).get("hooks") or {}
+        if client == "opencode":  # its plugin's commands, as argument lists (module docstring)
+            found = {e: shlex.join(a) for e, a in opencode.read(target).items() if e in CLIENT_EVENTS[client]}
+        hooks = {} if client == "opencode" else _load(target, client).get("hooks") or {}
     except InputError as exc:
         return Installed(client, str(target), {}, [str(exc)], {})
     for event, name in CLIENT_EVENTS[client].items():
@@ -250,9 +276,9 @@ def inspect(client: str, path: Path | None = None) -> Installed:
                     found[event] = _cmd(h)
                     places[event] = (gi, hi, h)
     for event, cmd in found.items():
-        argv = shlex.split(cmd)
-        if not Path(argv[0]).exists():
-            problems.append(f"{event}: the interpreter {argv[0]} does not exist (run `localmem hooks install` again)")
+        python = shlex.split(cmd)[0]
+        if not Path(python).exists():
+            problems.append(f"{event}: the interpreter {python} does not exist (run `localmem hooks install` again)")
     problems += _key_problems(found.values())
     missing = [e for e in CLIENT_EVENTS[client] if e not in found]
     if found and missing:

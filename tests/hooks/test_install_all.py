@@ -52,9 +52,9 @@ def tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
 
 def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
     """A HOME with Claude Code (its settings as a person wrote them, mode 644), Gemini CLI
-    (a folder, no settings yet), Copilot CLI (a folder, no hooks folder yet) and Cursor (its
-    hooks file holding a hook of the person's); Codex only as a command on PATH. (home,
-    store, PATH)"""
+    (a folder, no settings yet), Copilot CLI (a folder, no hooks folder yet), Cursor (its
+    hooks file holding a hook of the person's) and OpenCode (its config folder, no plugin
+    folder yet); Codex only as a command on PATH. (home, store, PATH)"""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     claude = home / ".claude" / "settings.json"
@@ -68,6 +68,8 @@ def a_machine(tmp_path: Path) -> tuple[Path, Path, str]:
     (home / ".cursor" / "hooks.json").write_text(
         '{"version": 1, "hooks": {"afterFileEdit": [{"command": "./hooks/format.sh"}]}}\n', "utf-8"
     )
+    (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "opencode.json").write_text('{"autoupdate": false}\n', "utf-8")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     codex = bin_dir / "codex"  # only its presence on PATH is read: it is never run
@@ -100,6 +102,7 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
     assert cursor["version"] == 1 and cursor["hooks"]["afterFileEdit"] == [{"command": "./hooks/format.sh"}]
     assert cursor["hooks"]["stop"] == [install.entry(db, "cursor", "stop")]
     assert "mcp install --client cursor" in did["cursor"]["todo"][0]
+    assert "its folder" in did["opencode"]["why"] and did["opencode"]["path"].endswith("opencode/plugin/localmem.js")
 
     again = json.loads(cli(home, db, "hooks", "install", "--all", "--json", path=path).stdout)  # twice: same files
     assert [a["action"] for a in again["agents"]] == ["installed"] * len(CLIENT_EVENTS)
@@ -109,7 +112,7 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
 
     gone = json.loads(cli(home, db, "hooks", "uninstall", "--all", "--json", path=path).stdout)
     assert [a["action"] for a in gone["agents"]] == ["restored"] * len(CLIENT_EVENTS)
-    assert tree(home) == before  # every byte and mode; ~/.codex and ~/.copilot/hooks, made for them, gone again
+    assert tree(home) == before  # every byte and mode; ~/.codex, ~/.copilot/hooks and OpenCode's plugin folder gone
     assert not record.exists() and not record.parent.exists()
 
 
