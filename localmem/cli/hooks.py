@@ -111,7 +111,7 @@ def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
     found = install.inspect(args.client, target)
     if args.client == "codex":
         notes.append(CODEX_TRUST)
-    if plugin := _plugin(args.client):
+    if plugin := plugins.installed(args.client):
         notes.append(f"localmem's {plugin} runs the same hooks: each runs twice now; remove one of the two")
     if args.json:
         print_json(
@@ -133,12 +133,6 @@ def cmd_install(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  problem: {p}", file=sys.stderr)
     print("restart the agent to load them; `localmem hooks status` shows what they do", file=sys.stderr)
     return 0
-
-
-def _plugin(client: str) -> str | None:
-    """Where the client has localmem's plugin (``hooks plugin``) enabled; None for one that
-    has no such plugin (OpenCode's hooks are themselves localmem's plugin file)."""
-    return plugins.installed(client) if client in plugins.CLIENTS else None
 
 
 def _key_for_hooks(db: Path) -> tuple[Path | None, list[str]]:
@@ -282,7 +276,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     clients = [args.client] if args.client else list(CLIENTS)
     found = [install.inspect(c, args.path if args.client else None) for c in clients]
     on_machine = agents.found()
-    plugin = {c: _plugin(c) for c in clients}
+    plugin = {c: plugins.installed(c) for c in clients}
     for f in found:
         if f.events and plugin[f.client]:
             f.problems.append(

@@ -140,7 +140,7 @@ def install_all(
             )
             continue
         target = install.settings_path(client, home, env)
-        plugin = plugins.installed(client, home, env) if client in plugins.CLIENTS else None
+        plugin = plugins.installed(client, home, env)
         if plugin:
             done.append(Done(client, "left", str(target), f"localmem's {plugin} runs the hooks already"))
             continue

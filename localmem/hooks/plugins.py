@@ -191,7 +191,10 @@ def add_line(client: str, out: Path) -> str:
 
 
 def installed(client: str, home: Path | None = None, env: dict[str, str] | None = None) -> str | None:
-    """Where the client has localmem's plugin enabled (a few words), or None."""
+    """Where the client has localmem's plugin enabled (a few words), or None (also for a
+    client localmem writes no plugin for: Cursor, OpenCode, whose hooks need none)."""
+    if client not in CLIENTS:
+        return None
     home = home or Path.home()
     env = dict(os.environ) if env is None else env
     root = agent_home(client, env, home)

@@ -7,8 +7,8 @@
   validator refuses a broken copy, so the acceptance is not vacuous.
 - Added with the one line ``hooks plugin`` prints, each plugin's hooks run in a real
   session and store its turns once.
-- ``hooks install --all`` in one HOME with the three agents and Copilot CLI: a session of
-  each is stored once (no agent twice), and ``uninstall --all`` gives every settings file
+- ``hooks install --all`` in one HOME with the three agents, Copilot CLI and OpenCode: a
+  session of each is stored once (no agent twice), and ``uninstall --all`` gives every settings file
   back byte for byte.
 """
 
@@ -26,6 +26,8 @@ from localmem.hooks import codex_list
 from tests.helpers.agent_clis import CLIENTS, NODE_BIN, Rig, cli_path, exported, rig, wait_for_turns
 from tests.helpers.copilot_cli import copilot_bin
 from tests.helpers.copilot_cli import env_for as copilot_env
+from tests.helpers.opencode_cli import env_for as opencode_env
+from tests.helpers.opencode_cli import opencode_bin
 
 pytestmark = pytest.mark.slow
 SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
@@ -148,17 +150,20 @@ def test_a_plugin_added_with_its_one_line_stores_a_session_once(client: str, tmp
 def test_install_all_captures_every_agent_once_and_uninstall_all_restores(tmp_path: Path, cache: Path) -> None:
     for client in CLIENTS:
         cli_path(client)
+    copilot, opencode = copilot_bin(), opencode_bin()  # skipped without them, a failure in CI
     with ExitStack() as stack:
         rigs = [stack.enter_context(rig(c, tmp_path, cache)) for c in CLIENTS]  # one HOME, one store: one machine
         claude = rigs[0]
         files = {c.client: c.home / SETTINGS[c.client] for c in rigs}
+        files["copilot"] = claude.home / ".copilot" / "hooks" / "localmem.json"  # localmem's own files there
+        files["opencode"] = claude.home / ".config" / "opencode" / "plugin" / "localmem.js"
         before = {k: p.read_bytes() if p.exists() else None for k, p in files.items()}
         done = claude.localmem("hooks", "install", "--all", "--json")
         assert done.returncode == 0, done.stderr
         acts = {a["client"]: a["action"] for a in json.loads(done.stdout)["agents"]}
         found = {c for c, act in acts.items() if act != "not found"}
-        # the three and Copilot CLI (their pinned CLIs on the rigs' PATH, .ci/node), OpenCode where it is there too
-        assert {*CLIENTS, "copilot"} <= found <= {*CLIENTS, "copilot", "opencode"}, acts
+        # the three, Copilot CLI and OpenCode: their pinned CLIs on the rigs' PATH (.ci/node)
+        assert found == {*CLIENTS, "copilot", "opencode"}, acts
         assert {acts[c] for c in found} == {"installed"}, acts
         said = []
         for n, r in enumerate(rigs, 1):
@@ -172,7 +177,7 @@ def test_install_all_captures_every_agent_once_and_uninstall_all_restores(tmp_pa
         prompt, reply = "In the copilot session we agreed the kiln fires on Thursdays.", "Agreed, Thursdays (copilot)."
         responses.reply = reply
         ran = subprocess.run(
-            [str(copilot_bin()), "-p", prompt, "--allow-all-tools", "--no-auto-update"],
+            [str(copilot), "-p", prompt, "--allow-all-tools", "--no-auto-update"],
             cwd=claude.project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -182,6 +187,23 @@ def test_install_all_captures_every_agent_once_and_uninstall_all_restores(tmp_pa
         )
         assert ran.returncode == 0, ran.stdout + ran.stderr[-4000:]
         said += [("user", prompt), ("assistant", reply)]
+        wait_for_turns(claude.db, len(said))
+        # OpenCode, its plugin file installed, against Claude's Messages stand-in
+        own = opencode_env(claude.home, claude.stand_in)  # writes its opencode.json in the same HOME
+        env = {**claude.env(), **{k: v for k, v in own.items() if k.startswith("OPENCODE_")}}
+        prompt, reply = "In the opencode session we agreed the kiln fires on Thursdays.", "Agreed (opencode)."
+        claude.stand_in.reply = reply
+        ran = subprocess.run(
+            [str(opencode), "run", prompt],
+            cwd=claude.project,
+            env={**env, "PWD": str(claude.project)},  # OpenCode takes its folder from $PWD
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr[-4000:]
+        said += [("user", f'"{prompt}"'), ("assistant", reply)]  # `opencode run` keeps a spaced prompt quoted
         wait_for_turns(claude.db, len(said))
         turns = exported(claude)
         assert sorted(turns) == sorted(said) and len(turns) == len(set(turns)), turns  # each agent once
