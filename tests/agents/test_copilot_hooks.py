@@ -20,7 +20,6 @@ import json
 import shlex
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,7 @@ from typing import Any
 import pytest
 
 from localmem.bench.agent_apis import StandIn
-from localmem.hooks import status
-from tests.helpers.agent_clis import blocks, strings, wait_for_turns
+from tests.helpers.agent_clis import blocks, stop_daemon, strings, wait_for_events, wait_for_turns
 from tests.helpers.copilot_cli import copilot_bin
 from tests.helpers.copilot_cli import env_for as copilot_env
 
@@ -69,26 +67,12 @@ def world(tmp_path: Path, cache: Path) -> Iterator[tuple[StandIn, dict[str, str]
         try:
             yield stand_in, env, project, db
         finally:
-            with pytest.MonkeyPatch.context() as mp:  # stop the resident process a hook started
-                for k, v in env.items():
-                    mp.setenv(k, v)
-                mp.delenv("XDG_RUNTIME_DIR", raising=False)
-                from localmem.resident import daemon
-
-                daemon.stop_for(db)
+            stop_daemon(env, db)  # the resident process a hook started
 
 
-def wait_for_hooks(db: Path, sessions: int, timeout: float = 240.0) -> dict[str, Any]:
+def wait_for_hooks(db: Path, sessions: int) -> dict[str, Any]:
     """The hook status once each of ``EVENTS`` has run ``sessions`` times."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = status.read(db)
-        counts = {e: (got.get("events") or {}).get(e, {}).get("runs", 0) for e in EVENTS}
-        if all(n >= sessions for n in counts.values()):
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"after {timeout:g} s the hooks ran {counts}, expected {sessions} each: {got}")
-        time.sleep(0.25)
+    return wait_for_events(db, EVENTS, sessions)
 
 
 @pytest.mark.parametrize("route", ["hooks install", "plugin"])

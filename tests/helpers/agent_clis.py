@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,13 +182,7 @@ class Rig:
 
     def stop_daemon(self) -> None:
         """Stop the resident process a hook started for this store (it would leave by itself later)."""
-        with pytest.MonkeyPatch.context() as mp:
-            for k, v in self.env().items():
-                mp.setenv(k, v)
-            mp.delenv("XDG_RUNTIME_DIR", raising=False)
-            from localmem.resident import daemon
-
-            daemon.stop_for(self.db)
+        stop_daemon(self.env(), self.db)
 
 
 @contextmanager
@@ -233,15 +227,33 @@ def wait_for_turns(db: Path, n: int, timeout: float = 240.0) -> list[str]:
 def wait_for_hooks(r: Rig, sessions: int, outcome: str = "runs", timeout: float = 240.0) -> dict[str, Any]:
     """The store's hook status once each hook of a session (``SESSION_EVENTS``) has counted
     ``outcome`` (``runs``, ``failed``…) ``sessions`` times: every ingest, detached or not, is done."""
+    return wait_for_events(r.db, SESSION_EVENTS[r.client], sessions, outcome, timeout)
+
+
+def wait_for_events(
+    db: Path, events: Iterable[str], sessions: int, outcome: str = "runs", timeout: float = 240.0
+) -> dict[str, Any]:
+    """The hook status of ``db`` once each of ``events`` has counted ``outcome`` ``sessions`` times."""
     deadline = time.monotonic() + timeout
     while True:
-        got = status.read(r.db)
-        counts = {e: (got.get("events") or {}).get(e, {}).get(outcome, 0) for e in SESSION_EVENTS[r.client]}
+        got = status.read(db)
+        counts = {e: (got.get("events") or {}).get(e, {}).get(outcome, 0) for e in events}
         if all(n >= sessions for n in counts.values()):
             return got
         if time.monotonic() > deadline:
             raise AssertionError(f"after {timeout:g} s the hooks counted {outcome}: {counts}, expected {sessions} each")
         time.sleep(0.25)
+
+
+def stop_daemon(env: dict[str, str], db: Path) -> None:
+    """Stop the resident process a hook run in ``env`` started for ``db`` (it would leave by itself later)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        mp.delenv("XDG_RUNTIME_DIR", raising=False)
+        from localmem.resident import daemon
+
+        daemon.stop_for(db)
 
 
 def exported(r: Rig) -> list[tuple[str, str]]:

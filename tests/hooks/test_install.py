@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from localmem.bench import agent_logs
-from localmem.hooks import install, status
+from localmem.hooks import codex_list, install, status
 from localmem.hooks.events import CLIENT_EVENTS
 from localmem.storage.engine import keys
 from tests.helpers.agent_clis import cli_path
@@ -273,33 +273,8 @@ def test_a_real_codex_lists_the_installed_entries_with_the_hashes_computed_here(
     assert cli(home, db, "hooks", "install", "--client", "codex").returncode == 0
     target = install.settings_path("codex", home, {})
     env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(target.parent)}
-    proc = subprocess.Popen(
-        [codex, "app-server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        for message in (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"clientInfo": {"name": "t", "version": "1"}},
-            },
-            {"jsonrpc": "2.0", "method": "initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(tmp_path)]}},
-        ):
-            proc.stdin.write(json.dumps(message) + "\n")
-        proc.stdin.flush()
-        while (reply := json.loads(proc.stdout.readline())).get("id") != 2:
-            pass
-    finally:
-        proc.kill()
-    listed = {h["key"].rsplit(":", 3)[1]: h for h in reply["result"]["data"][0]["hooks"]}
+    hooks = codex_list.hooks_list(str(tmp_path), env, codex)  # Codex's app-server, as its own UIs ask it
+    listed = {h["key"].rsplit(":", 3)[1]: h for h in hooks}
     data = json.loads(target.read_text("utf-8"))["hooks"]
     for name, label in install.CODEX_LABELS.items():
         assert listed[label]["currentHash"] == install.codex_hash(name, data[name][0]["hooks"][0])
