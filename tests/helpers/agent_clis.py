@@ -63,6 +63,19 @@ _DROP = ("ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_", "LO
 _KEEP = ("LOCALMEM_OPEN_GUARD",)  # tests/conftest.py's guard: every process of the run has it
 
 
+def pinned_bin(pin: tuple[str, str, str], env_var: str) -> Path:
+    """A pinned npm CLI (package, version, command) in ``.ci/node``, or the path ``$env_var``
+    names; skips the test when it is absent, fails under ``$LOCALMEM_REQUIRE_AGENTS``."""
+    named = os.environ.get(env_var)
+    path = Path(named) if named else NODE_BIN / pin[2]
+    if not path.exists():
+        why = f"no {pin[2]}: npm install --prefix .ci/node {pin[0]}@{pin[1]} (or set {env_var})"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{REQUIRE_ENV} is set but {why}")
+        pytest.skip(why)
+    return path
+
+
 def cli_path(client: str) -> Path:
     """The pinned CLI in ``.ci/node``; skips the test when it is absent, fails under ``$LOCALMEM_REQUIRE_AGENTS``."""
     package, version, command, _api = PINS[client]

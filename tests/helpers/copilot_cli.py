@@ -8,10 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from localmem.bench.agent_apis import StandIn
-from tests.helpers.agent_clis import NODE_BIN, REQUIRE_ENV
+from tests.helpers.agent_clis import NODE_BIN, pinned_bin
 
 PIN = ("@github/copilot", "1.0.102", "copilot")
 BIN_ENV = "LOCALMEM_COPILOT_BIN"
@@ -20,14 +18,7 @@ _KEEP = ("LOCALMEM_OPEN_GUARD",)
 
 
 def copilot_bin() -> Path:
-    named = os.environ.get(BIN_ENV)
-    path = Path(named) if named else NODE_BIN / PIN[2]
-    if not path.exists():
-        why = f"no Copilot CLI: npm install --prefix .ci/node {PIN[0]}@{PIN[1]} (or set {BIN_ENV})"
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(f"{REQUIRE_ENV} is set but {why}")
-        pytest.skip(why)
-    return path
+    return pinned_bin(PIN, BIN_ENV)
 
 
 def env_for(home: Path, stand_in: StandIn) -> dict[str, str]:

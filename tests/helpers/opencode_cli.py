@@ -18,10 +18,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from localmem.bench.agent_apis import StandIn
-from tests.helpers.agent_clis import NODE_BIN, REQUIRE_ENV
+from tests.helpers.agent_clis import NODE_BIN, pinned_bin
 
 PIN = ("opencode-ai", "1.18.33", "opencode")
 BIN_ENV = "LOCALMEM_OPENCODE_BIN"
@@ -31,14 +29,7 @@ _KEEP = ("LOCALMEM_OPEN_GUARD",)
 
 
 def opencode_bin() -> Path:
-    named = os.environ.get(BIN_ENV)
-    path = Path(named) if named else NODE_BIN / PIN[2]
-    if not path.exists():
-        why = f"no OpenCode CLI: npm install --prefix .ci/node {PIN[0]}@{PIN[1]} (or set {BIN_ENV})"
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(f"{REQUIRE_ENV} is set but {why}")
-        pytest.skip(why)
-    return path
+    return pinned_bin(PIN, BIN_ENV)
 
 
 def data_dir(home: Path) -> Path:
