@@ -49,19 +49,20 @@ DROP = ("ANTHROPIC_", "CLAUDE_", "LOCALMEM_", "XDG_")  # the person's own setup 
 REPLY = "Noted; I will keep that in mind for the next step."
 
 
-def find_cli(given: Path | None) -> Path:
-    """The ``claude`` command: ``given``, else on PATH, else the repository's ``.ci/node``."""
+def find_cli(given: Path | None, command: str = "claude", npm: str = NPM) -> Path:
+    """The agent's ``command``: ``given``, else on PATH, else the repository's ``.ci/node``
+    (``npm``: the package and version to install, named when it is absent)."""
     if given is not None:
         if not given.is_file():
-            raise FileNotFoundError(f"{given}: no such file (the claude command: npm install {NPM})")
+            raise FileNotFoundError(f"{given}: no such file (the {command} command: npm install {npm})")
         return given
-    found = shutil.which("claude")
+    found = shutil.which(command)
     if found:
         return Path(found)
-    repo = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin" / "claude"
+    repo = Path(__file__).resolve().parents[2] / ".ci" / "node" / "node_modules" / ".bin" / command
     if repo.exists():
         return repo
-    raise FileNotFoundError(f"no `claude` command: npm install {NPM}, then --cli PATH")
+    raise FileNotFoundError(f"no `{command}` command: npm install {npm}, then --cli PATH")
 
 
 def run(
@@ -70,19 +71,11 @@ def run(
     """The bench (module docstring) with the CLI at ``cli``, its files in ``work``;
     ``foreground``: the ingest hooks run while the agent waits (``hooks.detach``'s switch),
     as before they were detached."""
-    project = work / "project"
-    project.mkdir(parents=True, exist_ok=True)
-    settings = Settings(db=work / f"agent-{turns}.db", embedder=embedder)
-    built = synthetic.build(settings.db, turns, default_embedder(settings.embedder), settings)
-    conn = db.connect(settings.db)
-    try:
-        bench_rows.spread_projects(conn, (str(project), "/home/dev/etl", "/home/dev/site", "/home/dev/infra"))
-    finally:
-        conn.close()
+    project, settings, built = build_store(work, turns, embedder)
     prompts = scale.queries_for(settings.db, 2 * rounds + 1)
     before = status.runs(settings.db, "stop")  # a store kept from an earlier run (--workdir) has its count
     with StandIn("anthropic", reply=REPLY) as api:
-        bare, hooked = _env(work / "home-bare", api.url), _env(work / "home-hooked", api.url)
+        bare, hooked = home_env(work / "home-bare", api.url), home_env(work / "home-hooked", api.url)
         if foreground:
             hooked[detach.FOREGROUND_ENV] = "1"
         _settings(bare, None)
@@ -105,16 +98,27 @@ def run(
         "stops": stops,
         "requests": len(api.requests),
     }
-    for name, pairs in (("turn", in_session), ("session", sessions)):
-        out[name] = {
-            "without": _summary([a for a, _ in pairs]),
-            "with": _summary([b for _, b in pairs]),
-            "added": _summary([b - a for a, b in pairs]),
-        }
+    out.update(turn=sides(in_session), session=sides(sessions))
     return out
 
 
-def _env(home: Path, url: str) -> dict[str, str]:
+def build_store(work: Path, turns: int, embedder: str) -> tuple[Path, Settings, float]:
+    """(the project folder, the settings of a synthetic store of ``turns`` turns in ``work``
+    whose projects include that folder, seconds its build took)."""
+    project = work / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    settings = Settings(db=work / f"agent-{turns}.db", embedder=embedder)
+    built = synthetic.build(settings.db, turns, default_embedder(settings.embedder), settings)
+    conn = db.connect(settings.db)
+    try:
+        bench_rows.spread_projects(conn, (str(project), "/home/dev/etl", "/home/dev/site", "/home/dev/infra"))
+    finally:
+        conn.close()
+    return project, settings, built
+
+
+def home_env(home: Path, url: str) -> dict[str, str]:
+    """The environment of an agent in a private ``home`` whose Anthropic API is the stand-in at ``url``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(DROP)}
     env.update(
         HOME=str(home),
@@ -137,9 +141,14 @@ def _settings(env: dict[str, str], store: Path | None) -> None:
     settings = Path(env["HOME"]) / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text("{}\n", "utf-8")
-    if store is None:
-        return
-    argv = [sys.executable, "-m", "localmem", "--db", str(store), "hooks", "install", "--client", "claude-code"]
+    if store is not None:
+        install_hooks(env, store, "claude-code")
+
+
+def install_hooks(env: dict[str, str], store: Path, client: str) -> None:
+    """localmem's hooks for ``client`` and ``store`` in the home of ``env``, installed as a
+    person would (``localmem hooks install``)."""
+    argv = [sys.executable, "-m", "localmem", "--db", str(store), "hooks", "install", "--client", client]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"hooks install failed: {done.stderr.strip()}")
@@ -203,6 +212,15 @@ def _ask(proc: subprocess.Popen[str], prompt: str) -> float:
     raise RuntimeError(f"claude ended its session (exit {proc.wait(timeout=60)}) before answering")
 
 
+def sides(pairs: list[tuple[float, float]]) -> dict[str, dict[str, float]]:
+    """(without, with) seconds, paired: each side's summary and that of the differences."""
+    return {
+        "without": _summary([a for a, _ in pairs]),
+        "with": _summary([b for _, b in pairs]),
+        "added": _summary([b - a for a, b in pairs]),
+    }
+
+
 def _summary(seconds: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in seconds)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
@@ -211,24 +229,34 @@ def _summary(seconds: list[float]) -> dict[str, float]:
 
 def report(r: dict[str, Any]) -> str:
     """The result as the table ``localmem bench agent`` prints."""
-    lines = [
+    title = (
         f"real Claude Code ({r['cli']}), a store of {r['turns']:,} synthetic turns; {r['rounds']} rounds of each, "
         "alternating a home without and one with localmem's hooks"
-        + (" (ingest in the foreground)" if r.get("foreground") else ""),
+    )
+    rows = (
+        ("turn", "a turn in a running session (UserPromptSubmit, Stop)"),
+        ("session", "a whole `claude -p` session (SessionStart, UserPromptSubmit, Stop, SessionEnd)"),
+    )
+    return table(r, title, rows, "Stops")
+
+
+def table(r: dict[str, Any], title: str, rows: tuple[tuple[str, str], ...], stops: str) -> str:
+    """``title``, then one line per measure (``rows``: its key in ``r``, its label) with each
+    side's p50 / p95 and the added time, then what the background worker counted (``stops``:
+    the client's name for the event)."""
+    lines = [
+        title + (" (ingest in the foreground)" if r.get("foreground") else ""),
         "| what | without localmem p50 / p95 | with its hooks p50 / p95 | added p50 / p95 / max |",
         "|---|---:|---:|---:|",
     ]
-    for key, label in (
-        ("turn", "a turn in a running session (UserPromptSubmit, Stop)"),
-        ("session", "a whole `claude -p` session (SessionStart, UserPromptSubmit, Stop, SessionEnd)"),
-    ):
+    for key, label in rows:
         a, b, d = r[key]["without"], r[key]["with"], r[key]["added"]
         lines.append(
             f"| {label} | {a['p50_ms']} / {a['p95_ms']} ms | {b['p50_ms']} / {b['p95_ms']} ms "
             f"| {d['p50_ms']} / {d['p95_ms']} / {d['max_ms']} ms |"
         )
     lines.append(
-        f"(Stops counted by the background worker: {r['stops_counted']} of {r['stops']}; "
+        f"({stops} counted by the background worker: {r['stops_counted']} of {r['stops']}; "
         f"model requests the stand-in answered: {r['requests']})"
     )
     return "\n".join(lines)

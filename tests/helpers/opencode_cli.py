@@ -4,7 +4,8 @@
 stand-in of the Anthropic Messages API.
 
 The recipe (checked with ``opencode-ai`` 1.18.33): ``HOME`` and the ``XDG_*`` folders in a
-temp folder; ``$XDG_CONFIG_HOME/opencode/opencode.json`` sets the model
+temp folder; ``$XDG_CONFIG_HOME/opencode/opencode.json`` (``bench.agent_cost_opencode.config``, which
+``localmem bench agent --client opencode`` writes too) sets the model
 ``anthropic/claude-standin``, defines that model under the ``anthropic`` provider and points
 the provider's ``options.baseURL`` at ``<stand-in>/v1``; ``OPENCODE_DISABLE_MODELS_FETCH``
 (no models.dev), ``OPENCODE_DISABLE_AUTOUPDATE``, ``OPENCODE_DISABLE_SHARE``; then
@@ -19,11 +20,11 @@ import os
 from pathlib import Path
 
 from localmem.bench.agent_apis import StandIn
+from localmem.bench.agent_cost_opencode import config as opencode_config
 from tests.helpers.agent_clis import NODE_BIN, pinned_bin
 
 PIN = ("opencode-ai", "1.18.33", "opencode")
 BIN_ENV = "LOCALMEM_OPENCODE_BIN"
-MODEL = "claude-standin"
 _DROP = ("OPENCODE_", "ANTHROPIC_", "OPENAI_", "LOCALMEM_", "XDG_")
 _KEEP = ("LOCALMEM_OPEN_GUARD",)
 
@@ -41,21 +42,7 @@ def env_for(home: Path, stand_in: StandIn) -> dict[str, str]:
     """The environment of an offline ``opencode`` in ``home`` (its config written there)."""
     config = home / ".config" / "opencode"
     config.mkdir(parents=True, exist_ok=True)
-    settings = {
-        "$schema": "https://opencode.ai/config.json",
-        "autoupdate": False,
-        "share": "disabled",
-        "model": f"anthropic/{MODEL}",
-        "provider": {
-            "anthropic": {
-                "options": {"baseURL": f"{stand_in.url}/v1", "apiKey": "sk-standin"},
-                "models": {
-                    MODEL: {"name": "Stand-in", "tool_call": True, "limit": {"context": 200000, "output": 8192}}
-                },
-            }
-        },
-    }
-    (config / "opencode.json").write_text(json.dumps(settings, indent=2))
+    (config / "opencode.json").write_text(json.dumps(opencode_config(stand_in.url), indent=2))
     env = {k: v for k, v in os.environ.items() if k in _KEEP or not k.startswith(_DROP)}
     env.update(
         PATH=f"{NODE_BIN}{os.pathsep}{env.get('PATH', '')}",
