@@ -81,8 +81,15 @@ def served(ev: HookEvent, got: dict[str, Any]) -> tuple[str | None, str, dict[st
     detail: dict[str, object] = {"via": "resident"}
     detail.update({k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got})
     if got["text"]:
-        return events.reply(ev.client, ev.event, got["text"]), "replied", detail
+        return reply_line(ev, got["text"]), "replied", detail
     return None, "quiet", detail
+
+
+def reply_line(ev: HookEvent, text: str) -> str | None:
+    """The line a hook prints to give ``text`` to its client (``events.reply``); None for a
+    caller with no hook events that gives the text its own way (``localmem aider``: a file
+    aider reads, ``hooks.aider_launch``)."""
+    return events.reply(ev.client, ev.event, text) if ev.client in events.CLIENT_EVENTS else None
 
 
 def _record(

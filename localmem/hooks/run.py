@@ -32,7 +32,7 @@ from localmem.config import Settings
 from localmem.errors import StoreFull, StoreLocked, StoreReadOnly
 from localmem.hooks import events, reading, status
 from localmem.hooks.events import HookEvent
-from localmem.hooks.fast import deadline, hook_ask
+from localmem.hooks.fast import deadline, hook_ask, reply_line
 from localmem.memory import open_store
 from localmem.resident import recall
 from localmem.storage.engine import keys
@@ -48,6 +48,7 @@ class Outcome:
     kind: str | None = None
     message: str = ""
     detail: dict[str, object] | None = None
+    text: str = ""  # the context a recall gave ('' for none), for a caller that gives it its own way
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
@@ -88,7 +89,7 @@ def _recall(settings: Settings, ev: HookEvent) -> Outcome:
     detail: dict[str, object] = {k: got[k] for k in ("turns", "best_cosine", "not_recorded") if k in got}
     if not got["text"]:
         return Outcome(None, "quiet", detail=detail)
-    return Outcome(events.reply(ev.client, ev.event, got["text"]), "replied", detail=detail)
+    return Outcome(reply_line(ev, got["text"]), "replied", detail=detail, text=got["text"])
 
 
 def _ingest(settings: Settings, ev: HookEvent) -> Outcome:
@@ -118,13 +119,30 @@ def run(
     """Do the hook's work within its deadline, give ``write`` the reply (if any), record the
     outcome (its time counted from ``started``, a ``time.perf_counter()`` reading: the
     process's start; ``limit``: seconds, default the event's deadline). Never raises."""
+    parse = lambda: events.parse(client, event, raw)  # noqa: E731
+    return run_event(settings, client, event, parse, write=write, started=started, note=note, limit=limit)
+
+
+def run_event(
+    settings: Settings,
+    client: str,
+    event: str,
+    parse: Callable[[], HookEvent],
+    *,
+    write: Callable[[str], None],
+    started: float | None = None,
+    note: dict[str, object] | None = None,
+    limit: float | None = None,
+) -> Outcome:
+    """:func:`run` for the event ``parse`` gives (a payload read, or an event made by a
+    caller with no payload: ``localmem aider``'s session start, ``hooks.aider_launch``)."""
     t0 = time.perf_counter() if started is None else started
     limit = deadline(settings, event) if limit is None else limit
     box: dict[str, Outcome] = {}
 
     def target() -> None:
         try:
-            ev = events.parse(client, event, raw)
+            ev = parse()
             box["out"] = work(settings, ev, t0 + limit)
         except BaseException as exc:  # every failure is counted and named, none reaches the agent
             kind, message = classify(exc)
