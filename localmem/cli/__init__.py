@@ -10,7 +10,8 @@ This module holds the top-level parser, the command table and the error handling
 subcommands live by group in ``memory`` (ingest, watch, forget, backup, reindex, demo), ``capture``, ``redact``, ``hooks``, ``train``,
 ``query`` (query, recall), ``read`` (explore, answer), ``enrichment`` (worker, enrich),
 ``admin`` (stats, doctor, serve, mcp-config) and the others ``COMMANDS`` names, in the order
-``localmem --help`` lists them.
+``localmem --help`` lists them. A command that loads its settings itself (``own_settings``:
+``aider``, which runs aider even when localmem's config is broken) is handed ``None``.
 
 Invariant: a command's module is imported only when that command runs (or its help is
 asked for): ``COMMANDS`` holds each command's name and one-line help, and
@@ -134,6 +135,12 @@ COMMANDS: tuple[Command, ...] = (  # the order of `localmem --help`: the everyda
         "add_hooks",
     ),
     Command(
+        "aider",
+        "run aider with this project's memory: recalled when it starts, its chat stored when it exits",
+        "aider",
+        "add_aider",
+    ),
+    Command(
         "ui",
         "browse the memory in a local web page: ask with a trace, find, timeline, what was injected, forget, redact",
         "ui",
@@ -155,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"localmem: error: {bad} is not valid UTF-8 text", file=sys.stderr)
         return 2
     try:
+        if getattr(args, "own_settings", False):  # `localmem aider`: a bad config must not stop aider (cli.aider)
+            return int(args.func(args, None) or 0)
         keyflags.apply_key_file(args)
         settings = cable_flags.apply(args, load_settings(db=args.db, embedder=args.embedder))
         return int(args.func(args, settings) or 0)
