@@ -26,11 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from localmem.bench.agent_apis import StandIn
-from localmem.storage.bench import reads
-from tests.helpers.aider_cli import Aider, aider_bin
+from tests.helpers.aider_cli import Aider, aider_bin, settled, texts_in
 
 CART = "def total(amount, coupon, gift_card):\n    amount -= gift_card\n    amount *= 1 - coupon\n    return amount\n"
 EDIT = (
@@ -72,25 +69,6 @@ def localmem(db: Path, env: dict[str, str], *args: str) -> subprocess.CompletedP
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done
-
-
-def settled(log: Path) -> None:
-    """The history as capture finds it once the session is over (written more than 2 minutes ago)."""
-    old = log.stat().st_mtime - 3600
-    os.utime(log, (old, old))
-
-
-def texts_in(db: Path) -> list[str]:
-    try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
-        return []
-    try:
-        return [t.text for t in reads.turn_texts(conn)]
-    except apsw.Error:  # the store is not made yet
-        return []
-    finally:
-        conn.close()
 
 
 def test_capture_and_watch_read_real_aider_sessions(tmp_path: Path) -> None:

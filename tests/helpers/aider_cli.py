@@ -21,9 +21,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
 import pytest
 
 from localmem.bench.agent_apis import StandIn
+from localmem.storage.bench import reads
 from tests.helpers.agent_clis import REQUIRE_ENV
 from tests.helpers.cli import ROOT
 
@@ -108,15 +110,19 @@ class Aider:
         )
         return env
 
-    def turn(self, message: str, reply: str, *files: str, stream: bool = True) -> subprocess.CompletedProcess[str]:
-        """One session: ``aider [FILES] --message MESSAGE``, the model answering ``reply``."""
-        self.stand_in.reply = reply
-        argv = [str(self.command), *files, "--message", message, "--model", MODEL]
+    def args(self, message: str, *files: str, stream: bool = True) -> list[str]:
+        """Aider's arguments for one offline ``--message`` session with ``files`` in the chat."""
+        argv = [*files, "--message", message, "--model", MODEL]
         argv += ["--openai-api-base", f"{self.stand_in.url}/v1", "--openai-api-key", "sk-standin"]
         argv += ["--model-metadata-file", str(self.home / "model.metadata.json"), *_FLAGS]
         argv.append("--stream" if stream else "--no-stream")
+        return argv
+
+    def turn(self, message: str, reply: str, *files: str, stream: bool = True) -> subprocess.CompletedProcess[str]:
+        """One session: ``aider [FILES] --message MESSAGE``, the model answering ``reply``."""
+        self.stand_in.reply = reply
         done = subprocess.run(
-            argv,
+            [str(self.command), *self.args(message, *files, stream=stream)],
             cwd=self.repo,
             env=self.env(),
             stdin=subprocess.DEVNULL,
@@ -126,3 +132,22 @@ class Aider:
         )
         assert done.returncode == 0, f"aider exited {done.returncode}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
         return done
+
+
+def settled(log: Path) -> None:
+    """The history as capture finds it once the session is over (written more than 2 minutes ago)."""
+    old = log.stat().st_mtime - 3600
+    os.utime(log, (old, old))
+
+
+def texts_in(db: Path) -> list[str]:
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return []
+    try:
+        return [t.text for t in reads.turn_texts(conn)]
+    except apsw.Error:  # the store is not made yet
+        return []
+    finally:
+        conn.close()
