@@ -11,14 +11,22 @@ block (session 1's carried none). Session 3 is answered by the resident process 
 started. Then: the store holds each prompt and reply exactly once and nothing localmem
 injected; aider's history names the file but holds none of its text; the context files are
 gone; a ``localmem capture`` afterwards finds nothing new.
+
+And a session a person types into, on a terminal (a pty): Ctrl-C twice is aider's ("^C
+again to exit"), the launcher stays, stores the session when aider has exited and returns
+aider's exit code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from localmem.bench.agent_apis import StandIn
@@ -116,3 +124,75 @@ def test_localmem_aider_gives_the_last_decision_and_stores_each_session_once(tmp
     got = json.loads(again.stdout)
     assert got["new"] == 0 and got["already_present"] == 0 and not got["errors"], got  # the launcher's progress
     assert os.path.isdir(runtime)
+
+
+def test_ctrl_c_on_the_terminal_is_aiders_and_the_session_is_still_stored(tmp_path: Path) -> None:
+    command = aider_bin()
+    db = tmp_path / "store" / "memory.db"
+    db.parent.mkdir()
+    said, reply = "We decided the nightly export runs at 02:00 UTC.", "Noted: the nightly export runs at 02:00 UTC."
+    with StandIn("openai", reply=reply) as stand_in:
+        aider = Aider(command, tmp_path / "home", tmp_path / "code" / "ops", stand_in)
+        aider.prepare({"export.py": "def run():\n    pass\n"})
+        env = aider.env() | {"LOCALMEM_HOOKS_DAEMON_IDLE": "0", "TERM": "dumb"}
+        argv = [sys.executable, "-m", "localmem", "--db", str(db), "aider", "--aider", str(command), "--"]
+        argv += aider.args(None)
+        pid, fd = pty.fork()  # the launcher on a terminal of its own: Ctrl-C reaches its foreground group
+        if pid == 0:  # pragma: no cover (the child process)
+            os.chdir(aider.repo)
+            os.execve(argv[0], argv, env)
+        seen = bytearray()
+
+        def until(text: bytes, timeout: float = TURN_TIMEOUT_S) -> None:
+            """Read the terminal until ``text`` appears after what was read before."""
+            start, deadline = len(seen), time.monotonic() + timeout
+            while text not in seen[start:]:
+                assert time.monotonic() < deadline, bytes(seen[-3000:])
+                if select.select([fd], [], [], 0.2)[0]:
+                    seen.extend(os.read(fd, 4096))
+
+        def drain(seconds: float) -> None:
+            """Read what the terminal shows for ``seconds`` (less when it closes)."""
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    seen.extend(chunk)
+
+        codes: list[int] = []
+
+        def exited() -> list[int]:
+            """The launcher's exit code once it has exited (empty before)."""
+            if not codes:
+                done, how = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    codes.append(os.waitstatus_to_exitcode(how))
+            return codes
+
+        try:
+            until(b"> ")
+            os.write(fd, said.encode() + b"\r")
+            until(reply.encode())
+            until(b"> ")  # the next prompt
+            os.write(fd, b"\x03")  # Ctrl-C: SIGINT to the terminal's foreground group, launcher and aider
+            # then Ctrl-D (end of input) until aider leaves. A SIGINT that lands on another of
+            # aider's threads is taken only when input wakes its readline (CPython): aider then
+            # says "^C again to exit" and leaves at the next ^D, or takes the KeyboardInterrupt
+            # on its way out (exit 130); either is aider's own doing
+            deadline = time.monotonic() + 60
+            while not exited():
+                assert time.monotonic() < deadline, bytes(seen[-3000:])
+                with contextlib.suppress(OSError):  # the terminal closed: everyone has exited
+                    os.write(fd, b"\x04")
+                drain(1.0)
+            code = exited()[0]
+        finally:
+            os.close(fd)
+    assert b"again to exit" in seen or b"KeyboardInterrupt" in seen, bytes(seen[-3000:])  # aider took the Ctrl-C
+    assert code in (0, 130) and b"localmem: interrupted" not in seen, (code, bytes(seen[-3000:]))
+    assert texts_in(db) == [said, reply]  # the launcher lived through the Ctrl-C and stored the session

@@ -110,9 +110,10 @@ class Aider:
         )
         return env
 
-    def args(self, message: str, *files: str, stream: bool = True) -> list[str]:
-        """Aider's arguments for one offline ``--message`` session with ``files`` in the chat."""
-        argv = [*files, "--message", message, "--model", MODEL]
+    def args(self, message: str | None, *files: str, stream: bool = True) -> list[str]:
+        """Aider's arguments for one offline ``--message`` session with ``files`` in the chat
+        (``message`` None: a session a person types into)."""
+        argv = [*files, *(["--message", message] if message is not None else []), "--model", MODEL]
         argv += ["--openai-api-base", f"{self.stand_in.url}/v1", "--openai-api-key", "sk-standin"]
         argv += ["--model-metadata-file", str(self.home / "model.metadata.json"), *_FLAGS]
         argv.append("--stream" if stream else "--no-stream")
