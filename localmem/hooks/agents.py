@@ -67,7 +67,7 @@ TODO = {
     "gemini": "restart Gemini CLI (a running session read its settings when it started)",
     "copilot": "start a new Copilot CLI session (a running one read its hooks when it started)",
     "cursor": "restart Cursor or open a new agent session; for recall while you work, also run "
-    "`localmem mcp install --client cursor` (Cursor's hooks cannot add context to a prompt)",
+    "`localmem mcp-config --client cursor --install` (Cursor's hooks cannot add context to a prompt)",
     "opencode": "start a new OpenCode session (a running one loaded its plugins when it started)",
 }
 RECORD_VERSION = 1

@@ -48,8 +48,8 @@ letter or digit made "-", the leading "/" dropped>/agent-transcripts/<conversati
 (the CLI's) or ``…/<conversation_id>/<conversation_id>.jsonl`` (the editor's), searching every
 project folder when the root's is not there. Its reply is ``{"additional_context": …}`` and
 only sessionStart takes one: beforeSubmitPrompt can block a prompt but adds nothing to it,
-so Cursor gets no per-prompt recall from hooks (its MCP server, ``localmem mcp install
---client cursor``, answers questions instead). Cursor also runs the hooks in Claude Code's
+so Cursor gets no per-prompt recall from hooks (its MCP server, ``localmem mcp-config
+--client cursor --install``, answers questions instead). Cursor also runs the hooks in Claude Code's
 settings files when its "third-party skills" setting is on: a Cursor payload reaching an
 entry for another client (``cursor_version``, or ``conversation_id`` with
 ``workspace_roots``) is read as Cursor's (``host``) and does nothing, so the same

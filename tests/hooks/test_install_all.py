@@ -101,7 +101,9 @@ def test_install_all_finds_every_agent_and_uninstall_all_gives_every_byte_back(t
     cursor = json.loads((home / ".cursor" / "hooks.json").read_text("utf-8"))
     assert cursor["version"] == 1 and cursor["hooks"]["afterFileEdit"] == [{"command": "./hooks/format.sh"}]
     assert cursor["hooks"]["stop"] == [install.entry(db, "cursor", "stop")]
-    assert "mcp install --client cursor" in did["cursor"]["todo"][0]
+    assert "mcp-config --client cursor --install" in did["cursor"]["todo"][0]
+    named = shlex.split(did["cursor"]["todo"][0].split("`")[1])  # the command the to-do names runs as written
+    assert named[0] == "localmem" and cli(home, db, *named[1:], "--help").returncode == 0
     assert "its folder" in did["opencode"]["why"] and did["opencode"]["path"].endswith("opencode/plugin/localmem.js")
 
     again = json.loads(cli(home, db, "hooks", "install", "--all", "--json", path=path).stdout)  # twice: same files
